@@ -1,0 +1,206 @@
+"""The `reviewkit` command line: run, show, suite, mfu. Heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from reviewkit import suite
+from reviewkit.errors import ReviewkitError, UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Measure a fixed torch suite and turn MFU and memory-stall fractions into decisions.",
+)
+stderr = Console(stderr=True)
+_state = {"debug": False}
+
+
+@app.callback()
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="show tracebacks for errors"),
+) -> None:
+    _state["debug"] = debug
+
+
+def _user_errors(command):
+    """One actionable line and a non-zero exit for a ReviewkitError; --debug re-raises."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ReviewkitError as exc:
+            if _state["debug"]:
+                raise
+            stderr.print(f"[red]reviewkit: error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _dtypes(text: str) -> tuple[str, ...]:
+    return tuple(d.strip() for d in text.split(",") if d.strip())
+
+
+def _emit_json(document: dict) -> None:
+    sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def _default_out(profile: str, device: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return Path("runs") / f"{stamp}-{profile}-{device.replace(':', '')}"
+
+
+@app.command()
+@_user_errors
+def run(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
+    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
+    threads: int | None = typer.Option(None, help="torch intra-op threads (default: torch's)"),
+    out: Path | None = typer.Option(
+        None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+) -> None:
+    """Measure the suite on this machine and write a run bundle (run.json)."""
+    from reviewkit import measure
+    from reviewkit.analysis import analyse_run
+    from reviewkit.bundle import write_run
+    from reviewkit.report import print_run, stdout_console, summary
+
+    request = measure.RunRequest(profile, device, _dtypes(dtype), only, threads)
+    measure.plan(request)  # fail on bad input before any device work
+    out_dir = out or _default_out(profile, device)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            bar.update(task, description=label[:60], completed=done, total=total)
+
+        doc = measure.run(request, on_progress)
+    analyse_run(doc)
+    path = write_run(out_dir, doc)
+    if as_json:
+        _emit_json(summary(doc, str(path)))
+    else:
+        print_run(doc, stdout_console(), str(path))
+    if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+@app.command()
+@_user_errors
+def show(
+    run_dir: Path = typer.Argument(..., help="a run bundle folder or its run.json"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+) -> None:
+    """Print a bundle's tables again, without importing torch."""
+    from reviewkit.analysis import analyse_run
+    from reviewkit.bundle import load_run
+    from reviewkit.report import print_run, stdout_console, summary
+
+    doc = analyse_run(load_run(run_dir))
+    if as_json:
+        _emit_json(summary(doc, str(run_dir)))
+    else:
+        print_run(doc, stdout_console(), str(run_dir))
+
+
+@app.command("suite")
+@_user_errors
+def suite_cmd(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    as_json: bool = typer.Option(False, "--json", help="print the definitions as JSON"),
+) -> None:
+    """List the suite's workloads (ids, FLOPs, bytes) without measuring."""
+    specs = suite.plan_specs(profile, _dtypes(dtype), only)
+    ident = suite.suite_identity()
+    if as_json:
+        _emit_json(
+            {
+                "suite": ident.to_json(),
+                "profile": profile,
+                "workloads": [s.definition() for s in specs],
+            }
+        )
+        return
+    from reviewkit.report import stdout_console
+
+    console = stdout_console()
+    console.print(f"{ident.name} {ident.version} (hash {ident.hash}) · profile {profile}")
+    for s in specs:
+        console.print(
+            f"{s.id}  [dim]{s.flops / 1e9:.3g} GFLOP · {s.bytes / 1e6:.3g} MB · {s.source_model}[/]"
+        )
+
+
+@app.command()
+@_user_errors
+def mfu(
+    params: float = typer.Option(..., help="model parameters N"),
+    layers: int = typer.Option(..., help="layers L"),
+    heads: int = typer.Option(..., help="attention heads H"),
+    head_dim: int = typer.Option(..., help="head dimension Q"),
+    seq: int = typer.Option(..., help="sequence length T"),
+    tokens_per_s: float = typer.Option(..., help="observed tokens per second (all devices)"),
+    peak_flops_per_s: float = typer.Option(..., help="peak FLOP/s of one device"),
+    devices: int = typer.Option(1, help="number of devices D"),
+    mode: str = typer.Option("train", help="train (6N + 12LHQT) | infer (2N + 4LHQT)"),
+    no_attention: bool = typer.Option(False, "--no-attention", help="drop the attention term"),
+    as_json: bool = typer.Option(False, "--json", help='print {"mfu": ...} as JSON'),
+) -> None:
+    """Model-level MFU after PaLM (Chowdhery et al. 2022, appendix B)."""
+    from reviewkit.mfu import MODES, model_mfu
+
+    if mode not in MODES:
+        raise UsageError(f"--mode {mode!r} is unknown; choose one of {', '.join(MODES)}")
+    try:
+        r = model_mfu(
+            params,
+            layers,
+            heads,
+            head_dim,
+            seq,
+            tokens_per_s,
+            peak_flops_per_s,
+            devices,
+            mode,
+            attention=not no_attention,
+        )
+    except ValueError as exc:
+        raise UsageError(f"reviewkit mfu: {exc}") from exc
+    if as_json:
+        _emit_json(r.to_json())
+        return
+    Console().print(
+        f"MFU {100 * r.mfu:.1f}%  ({r.flops_per_token:.4g} FLOPs/token · "
+        f"{r.achieved_flops_per_s:.4g} FLOP/s achieved of {r.peak_flops_per_s:.4g} peak)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    app(args=argv, prog_name="reviewkit")

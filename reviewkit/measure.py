@@ -1,0 +1,464 @@
+"""Measure the suite on this device: ceilings, per-call samples, failures as data (torch)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from reviewkit import __version__, ceilings, environment, kernels, suite
+from reviewkit.errors import DeviceUnavailableError, UsageError
+from reviewkit.suite import WorkloadSpec
+from reviewkit.timing import SamplingPolicy, collect_samples, timed_call
+
+DEVICE_KINDS = ("cpu", "cuda", "mps", "xpu")
+
+# Per-profile sampling: smoke proves the pipeline in seconds; quick fits ~3 minutes on a
+# 2-core CPU; full buys tighter tails with longer windows.
+POLICIES = {
+    "smoke": SamplingPolicy(
+        warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.01, max_samples=200, budget_s=0.5
+    ),
+    "quick": SamplingPolicy(
+        warmup_calls=2,
+        warmup_s=0.02,
+        min_samples=20,
+        min_time_s=0.2,
+        max_samples=1000,
+        budget_s=3.0,
+    ),
+    "full": SamplingPolicy(
+        warmup_calls=3,
+        warmup_s=0.1,
+        min_samples=50,
+        min_time_s=1.0,
+        max_samples=5000,
+        budget_s=15.0,
+    ),
+}
+# Calibration: square GEMM sizes tried per profile (largest that fits the budget wins), and
+# the copy buffer size, large enough to spill every cache level of the machines we target.
+GEMM_SIZES = {
+    "smoke": (128, 256, 512),
+    "quick": (256, 512, 1024, 2048),
+    "full": (256, 512, 1024, 2048, 4096),
+}
+GPU_GEMM_SIZES = (2048, 4096, 8192)
+COPY_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
+GPU_COPY_BYTES = 1 << 30
+CALIBRATION_POLICY = SamplingPolicy(
+    warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.05, max_samples=50, budget_s=2.0
+)
+SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.json small
+
+STATUS_OK = "ok"
+STATUS_OVER_BUDGET = "over-budget"
+STATUS_UNSUPPORTED = "unsupported"
+STATUS_OOM = "out-of-memory"
+STATUS_TIMEOUT = "timeout"
+STATUS_ERROR = "error"
+STATUS_NOT_RUN = "not-run"
+
+
+def resolve_device(name: str) -> torch.device:
+    kind = name.split(":", 1)[0]
+    if kind not in DEVICE_KINDS or not re.fullmatch(r"[a-z]+(:\d+)?", name):
+        raise UsageError(
+            f"--device {name!r} is not a device reviewkit knows; choose one of "
+            f"{', '.join(DEVICE_KINDS)} (optionally with an index, e.g. cuda:1)"
+        )
+    available = {
+        "cpu": lambda: True,
+        "cuda": lambda: torch.cuda.is_available(),
+        "mps": lambda: hasattr(torch.backends, "mps") and torch.backends.mps.is_available(),
+        "xpu": lambda: hasattr(torch, "xpu") and torch.xpu.is_available(),
+    }[kind]()
+    if not available:
+        raise DeviceUnavailableError(
+            f"--device {name}: no {kind} device is available to torch {torch.__version__} on this "
+            f"machine; run with --device cpu, or on a machine with a {kind} device"
+        )
+    device = torch.device(name)
+    if kind == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise DeviceUnavailableError(
+            f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) present"
+        )
+    return device
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "cpu":
+        return environment.cpu_model()
+    return device.type
+
+
+def synchroniser(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    if device.type == "mps":
+        return torch.mps.synchronize
+    if device.type == "xpu":
+        return torch.xpu.synchronize
+    return lambda: None
+
+
+def device_timed(fn: Callable[[], object], device: torch.device) -> Callable[[], float]:
+    """Per-call duration: CUDA events on NVIDIA GPUs, else the host clock with a device sync."""
+    if device.type == "cuda":
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+
+        def call() -> float:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
+
+        return call
+    return timed_call(fn, time.perf_counter, synchroniser(device))
+
+
+# --- environment and knobs -------------------------------------------------------------------
+
+
+def _torch_build() -> dict:
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    onednn = re.search(r"(?:MKL-DNN|oneDNN) v([\d.]+)", config)
+    mkl = re.search(r"Math Kernel Library Version ([\w.\-]+)", config)
+    cap = re.search(r"CPU capability usage: (\S+)", config)
+    return {
+        "torch_version": torch.__version__,
+        "blas": blas.group(1) if blas else None,
+        "mkl": mkl.group(1) if mkl else None,
+        "onednn": onednn.group(1) if onednn else None,
+        "cpu_capability": cap.group(1) if cap else None,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "config": config.strip().splitlines(),
+    }
+
+
+def _device_facts(device: torch.device) -> dict:
+    facts = {"device_type": device.type, "device_name": device_name(device)}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        facts.update(
+            device_memory_bytes=props.total_memory,
+            device_multiprocessors=props.multi_processor_count,
+            device_capability=f"{props.major}.{props.minor}",
+            driver=_nvidia_driver(),
+        )
+    return facts
+
+
+def _nvidia_driver() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
+    shapes = suite.PROFILE_SHAPES[profile]
+    k = {
+        "device": str(device),
+        "device_name": device_name(device),
+        "dtypes": list(dtypes),
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "compile_mode": "eager",
+        "grad_mode": "inference",
+        "memory_format": "contiguous",
+        "attention_backend": "torch default dispatch",
+        "sparsity": "dense",
+        "quantization": "none",
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "mkldnn_enabled": bool(torch.backends.mkldnn.enabled),
+        "seq_sweep": list(shapes.seqs),
+        "batch_sweep": list(shapes.batches),
+    }
+    if device.type == "cuda":
+        k["cuda_matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        k["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
+        k["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+    return k
+
+
+# --- ceilings ----------------------------------------------------------------------------------
+
+
+def _median(samples: Sequence[float]) -> float:
+    s = sorted(samples)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+# Both operand layouts: torch.mm(a, b) ("nn") and torch.mm(a, b.t()) ("nt", what nn.Linear
+# runs). Some stacks have a slow path in one layout only (fp16 "nn" on this CPU runs ~10x
+# slower than "nt"), and the ceiling is the best the device reaches, not the worst.
+GEMM_LAYOUTS = ("nn", "nt")
+
+
+def gemm_rate(
+    n: int,
+    dtype: str,
+    device: torch.device,
+    layout: str = "nn",
+    policy: SamplingPolicy = CALIBRATION_POLICY,
+) -> float:
+    """Median FLOP/s of an n x n x n matmul in the given operand layout."""
+    gen = torch.Generator().manual_seed(kernels.INPUT_SEED)
+    tdt = kernels.TORCH_DTYPES[dtype]
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=tdt)
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=tdt)
+    bt = b.t() if layout == "nt" else b
+    with torch.inference_mode():
+        result = collect_samples(device_timed(lambda: torch.mm(a, bt), device), policy)
+    samples = result.samples_s or result.warmup_samples_s
+    return 2 * n**3 / _median(samples)
+
+
+def calibrate_compute(dtype: str, device: torch.device, profile: str) -> tuple[float | None, str]:
+    """Best median rate over a sweep of square GEMMs, growing while each fits the budget."""
+    sizes = GPU_GEMM_SIZES if device.type != "cpu" else GEMM_SIZES[profile]
+    best, best_at = None, None
+    for n in sizes:
+        if best is not None:
+            predicted_call_s = 2 * n**3 / best
+            if predicted_call_s * CALIBRATION_POLICY.min_samples > CALIBRATION_POLICY.budget_s:
+                break  # a slow path: a larger size would only confirm it, slowly
+        for layout in GEMM_LAYOUTS:
+            try:
+                rate = gemm_rate(n, dtype, device, layout)
+            except (RuntimeError, NotImplementedError) as exc:
+                return best, f"square GEMM sweep stopped at n={n} ({layout}): {_first_line(exc)}"
+            if best is None or rate > best:
+                best, best_at = rate, f"n={n}, layout {layout}"
+    method = (
+        f"best median rate of torch.mm over square sizes {list(sizes)} in layouts "
+        f"{'/'.join(GEMM_LAYOUTS)}; best at {best_at}"
+    )
+    return best, method
+
+
+def copy_rate(
+    nbytes: int, device: torch.device, policy: SamplingPolicy = CALIBRATION_POLICY
+) -> float:
+    """Median bytes/s of a large copy, counting bytes read plus bytes written."""
+    n = nbytes // 4
+    src = torch.ones(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    with torch.inference_mode():
+        result = collect_samples(device_timed(lambda: dst.copy_(src), device), policy)
+    return 2 * nbytes / _median(result.samples_s or result.warmup_samples_s)
+
+
+def calibrate(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
+    entry = ceilings.lookup(device_name(device)) if device.type != "cpu" else None
+    compute = {}
+    for dtype in dtypes:
+        measured, method = calibrate_compute(dtype, device, profile)
+        compute[dtype] = ceilings.choose(
+            measured,
+            method,
+            entry.peak_flops_per_s.get(dtype) if entry else None,
+            entry.reference if entry else "",
+        ).to_json()
+    nbytes = GPU_COPY_BYTES if device.type != "cpu" else COPY_BYTES[profile]
+    try:
+        bw = copy_rate(nbytes, device)
+        bw_method = f"median of tensor.copy_ over {nbytes >> 20} MiB, bytes read + written"
+    except RuntimeError as exc:
+        bw, bw_method = None, f"copy calibration failed: {_first_line(exc)}"
+    bandwidth = ceilings.choose(
+        bw, bw_method, entry.peak_bytes_per_s if entry else None, entry.reference if entry else ""
+    ).to_json()
+    return {
+        "compute": compute,
+        "bandwidth": bandwidth,
+        "datasheet_entry": entry.name if entry else None,
+    }
+
+
+# --- the suite -----------------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+def _failure_status(exc: BaseException) -> str:
+    msg = str(exc)
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in msg.lower():
+        return STATUS_OOM
+    if isinstance(exc, NotImplementedError) or "not implemented for" in msg:
+        return STATUS_UNSUPPORTED
+    return STATUS_ERROR
+
+
+def reproduce_command(spec: WorkloadSpec, profile: str, device: torch.device, threads: int) -> str:
+    return (
+        f"reviewkit run --profile {profile} --device {device} --dtype {spec.dtype} "
+        f"--threads {threads} --only '{spec.id}'"
+    )
+
+
+def _base_record(spec: WorkloadSpec, reproduce: str) -> dict:
+    return {
+        "id": spec.id,
+        "layer_type": spec.layer_type,
+        "kernel": spec.kernel,
+        "source_model": spec.source_model,
+        "dtype": spec.dtype,
+        "status": STATUS_NOT_RUN,
+        "reason": "",
+        "inputs": [t.to_json() for t in spec.inputs],
+        "params": spec.params,
+        "flops": spec.flops,
+        "matmul_flops": spec.matmul_flops,
+        "bytes": spec.bytes,
+        "definition_hash": spec.definition_hash(),
+        "samples_s": [],
+        "warmup_samples_s": [],
+        "stopped_by": None,
+        "reproduce": reproduce,
+    }
+
+
+def predicted_call_s(spec: WorkloadSpec, ceilings_doc: dict) -> float | None:
+    """Roofline lower bound of one call at the measured ceilings: no call can be faster."""
+    peak = ceilings_doc["compute"].get(spec.dtype, {}).get("measured")
+    bw = ceilings_doc["bandwidth"].get("measured")
+    if not peak or not bw:
+        return None
+    return max(spec.flops / peak, spec.bytes / bw)
+
+
+def measure_workload(
+    spec: WorkloadSpec,
+    device: torch.device,
+    policy: SamplingPolicy,
+    ceilings_doc: dict,
+    reproduce: str,
+) -> dict:
+    record = _base_record(spec, reproduce)
+    lower_bound = predicted_call_s(spec, ceilings_doc)
+    calls = policy.warmup_calls + 1
+    if lower_bound is not None and lower_bound * calls > policy.budget_s:
+        peak = ceilings_doc["compute"][spec.dtype]["measured"]
+        record["status"] = STATUS_OVER_BUDGET
+        record["reason"] = (
+            f"not run: at the measured {spec.dtype} ceiling of {peak / 1e9:.3g} GFLOP/s one call "
+            f"takes at least {lower_bound:.3g} s, so {calls} calls exceed the "
+            f"{policy.budget_s:g} s budget (a slow path on this device)"
+        )
+        return record
+    try:
+        fn = kernels.build(spec, device)
+        with torch.inference_mode():
+            result = collect_samples(device_timed(fn, device), policy)
+    except Exception as exc:  # a failure is data: record it and let the run go on
+        record["status"] = _failure_status(exc)
+        record["reason"] = _first_line(exc)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return record
+    record["samples_s"] = [round(s, SAMPLE_RESOLUTION_DIGITS) for s in result.samples_s]
+    record["warmup_samples_s"] = [
+        round(s, SAMPLE_RESOLUTION_DIGITS) for s in result.warmup_samples_s
+    ]
+    record["stopped_by"] = result.stopped_by
+    if not result.samples_s:
+        record["status"] = STATUS_TIMEOUT
+        record["reason"] = (
+            f"warm-up alone used the {policy.budget_s:g} s budget "
+            f"({len(result.warmup_samples_s)} call(s), last {result.warmup_samples_s[-1]:.3g} s)"
+        )
+        return record
+    record["status"] = STATUS_OK
+    if result.stopped_by == "budget" and len(result.samples_s) < policy.min_samples:
+        record["reason"] = (
+            f"{len(result.samples_s)} samples (fewer than {policy.min_samples}): the "
+            f"{policy.budget_s:g} s budget ran out; percentiles are coarse"
+        )
+    return record
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    profile: str = suite.DEFAULT_PROFILE
+    device: str = "cpu"
+    dtypes: tuple[str, ...] = suite.DTYPES
+    only: str | None = None
+    threads: int | None = None
+
+
+def plan(request: RunRequest) -> list[WorkloadSpec]:
+    return suite.plan_specs(request.profile, request.dtypes, request.only)
+
+
+def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Measure the planned workloads and return the raw run document (not yet analysed)."""
+    specs = plan(request)
+    device = resolve_device(request.device)
+    if request.threads is not None:
+        if request.threads < 1:
+            raise UsageError(f"--threads {request.threads}: expected a positive integer")
+        torch.set_num_threads(request.threads)
+    policy = POLICIES[request.profile]
+    progress = on_progress or (lambda *_: None)
+    started = time.time()
+    doc = {
+        "schema_version": None,  # set by the bundle writer
+        "tool": {"name": "reviewkit", "version": __version__},
+        "created_unix_s": round(started, 3),
+        "complete": False,
+        "profile": request.profile,
+        "only": request.only,
+        "suite": suite.suite_identity().to_json(),
+        "environment": {**environment.host_facts(), **_torch_build(), **_device_facts(device)},
+        "knobs": knobs(device, request.dtypes, request.profile),
+        "sampling": asdict(policy),
+        "ceilings": {},
+        "workloads": [],
+    }
+    threads = torch.get_num_threads()
+    records = [
+        _base_record(s, reproduce_command(s, request.profile, device, threads)) for s in specs
+    ]
+    doc["workloads"] = records
+    try:
+        progress("calibrating ceilings", 0, len(specs))
+        doc["ceilings"] = calibrate(
+            device, sorted(set(request.dtypes), key=suite.DTYPES.index), request.profile
+        )
+        for i, spec in enumerate(specs):
+            progress(spec.id, i, len(specs))
+            records[i] = measure_workload(
+                spec, device, policy, doc["ceilings"], records[i]["reproduce"]
+            )
+        progress("done", len(specs), len(specs))
+        doc["complete"] = True
+    except KeyboardInterrupt:
+        doc["interrupted"] = (
+            "interrupted by the user (Ctrl-C); workloads marked not-run were not measured"
+        )
+    doc["wall_s"] = round(time.time() - started, 3)
+    return doc

@@ -1,0 +1,91 @@
+"""The adaptive sampling loop: warm-up, then per-call samples within a time budget.
+
+Torch-free: the clock and the device synchronisation are injected, so the loop is tested with
+a fake clock and runs unchanged on CPU (perf_counter) and GPUs (events, synchronise per call).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class SamplingPolicy:
+    # The first calls pay one-off costs (allocator growth, oneDNN primitive creation, kernel
+    # autotuning); two warm-up calls plus a short warm-up time drain them on every backend seen.
+    warmup_calls: int = 2
+    warmup_s: float = 0.05
+    # Enough samples for a p99 that is not just the max, and enough time to see the tail.
+    min_samples: int = 20
+    min_time_s: float = 0.2
+    max_samples: int = 2000
+    # Hard wall budget for one workload, warm-up included: a pathological slow path
+    # (fp16 matmul on a CPU runs ~1000x slower than bf16) must not stall the run.
+    budget_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class SampleSet:
+    samples_s: tuple[float, ...]
+    warmup_samples_s: tuple[float, ...]
+    stopped_by: str  # "target" | "max-samples" | "budget"
+    wall_s: float
+
+
+def _noop() -> None:
+    return None
+
+
+def timed_call(
+    fn: Callable[[], object], clock: Clock = time.perf_counter, sync: Callable[[], None] = _noop
+) -> Callable[[], float]:
+    """Wrap fn so that each call returns its own duration, synchronising before the stop."""
+
+    def call() -> float:
+        start = clock()
+        fn()
+        sync()
+        return clock() - start
+
+    return call
+
+
+def collect_samples(
+    call: Callable[[], float], policy: SamplingPolicy, clock: Clock = time.perf_counter
+) -> SampleSet:
+    """Warm up, then sample until the target (count and time) is met, the cap, or the budget.
+
+    `call` runs the workload once and returns its duration in seconds (see `timed_call`);
+    `clock` bounds the wall time. Raw samples are returned; statistics are computed elsewhere.
+    """
+    begin = clock()
+    deadline = begin + policy.budget_s
+    warmup: list[float] = []
+    while True:
+        warmup.append(call())
+        if clock() >= deadline:
+            return SampleSet((), tuple(warmup), "budget", clock() - begin)
+        if len(warmup) >= policy.warmup_calls and clock() - begin >= policy.warmup_s:
+            break
+    samples: list[float] = []
+    append = samples.append
+    total = 0.0
+    stopped_by = "target"
+    while True:
+        d = call()
+        append(d)
+        total += d
+        n = len(samples)
+        if n >= policy.min_samples and total >= policy.min_time_s:
+            break
+        if n >= policy.max_samples:
+            stopped_by = "max-samples"
+            break
+        if clock() >= deadline:
+            stopped_by = "budget"
+            break
+    return SampleSet(tuple(samples), tuple(warmup), stopped_by, clock() - begin)

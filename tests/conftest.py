@@ -1,0 +1,19 @@
+"""Shared fixtures: a smoke run measured once per test session (seconds on a 2-core CPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """An analysed smoke run of fp32 and bf16, written as a bundle; returns (doc, folder)."""
+    from reviewkit import measure
+    from reviewkit.analysis import analyse_run
+    from reviewkit.bundle import write_run
+
+    doc = measure.run(measure.RunRequest(profile="smoke", dtypes=("fp32", "bf16")))
+    analyse_run(doc)
+    out = tmp_path_factory.mktemp("smoke")
+    write_run(out, doc)
+    return doc, out

@@ -1,0 +1,117 @@
+"""The command line as a user meets it: a smoke run end to end, `show`, and bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def reviewkit(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "reviewkit", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_smoke_run_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    r = reviewkit("run", "--profile", "smoke", "--dtype", "fp32", "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)  # stdout carries exactly one JSON document
+    assert summary["run"] == str(out / "run.json")
+    assert summary["complete"] and summary["profile"] == "smoke"
+    assert set(summary["layer_types"]) >= {"gemm", "attention", "norm", "model"}
+    assert all(w["status"] == "ok" for w in summary["workloads"])
+    assert (out / "run.json").exists()
+
+    # The tables again from the bundle, and the reproduce command of one workload.
+    shown = reviewkit("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "By layer type — fp32" in shown.stdout and "memory-stall" in shown.stdout
+    first = summary["workloads"][0]
+    cmd = first["reproduce"].split()
+    assert cmd[0] == "reviewkit"
+    again = reviewkit(*[a.strip("'") for a in cmd[1:]], "--out", str(tmp_path / "again"), "--json")
+    assert again.returncode == 0, again.stderr
+    assert [w["id"] for w in json.loads(again.stdout)["workloads"]] == [first["id"]]
+
+
+def test_show_does_not_import_torch(tmp_path, smoke_run):
+    _, bundle = smoke_run
+    code = (
+        "import sys; from reviewkit.cli import main\n"
+        "try:\n    main(['show', sys.argv[1], '--json'])\nexcept SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "assert 'torch' not in sys.modules, 'show imported torch'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["layer_types"]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "--profile", "medium"], "choose one of smoke, quick, full"),
+        (["run", "--dtype", "fp8"], "choose from fp32, bf16, fp16"),
+        (["run", "--profile", "smoke", "--only", "nothing.*"], "matches no workload"),
+        (["run", "--profile", "smoke", "--device", "tpu"], "choose one of cpu, cuda, mps, xpu"),
+        (["suite", "--profile", "huge"], "choose one of smoke, quick, full"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    r = reviewkit(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0  # one actionable line
+
+
+def test_absent_device_is_a_clear_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    r = reviewkit("run", "--profile", "smoke", "--device", "cuda", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2
+    assert "no cuda device is available" in r.stderr and "--device cpu" in r.stderr
+    assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (None, "no run bundle here"),
+        ('{"kind": "reviewkit.run", "schema_version": 99}', "schema_version 99"),
+    ],
+)
+def test_show_refuses_bad_bundles(tmp_path, content, needle):
+    if content is not None:
+        (tmp_path / "run.json").write_text(content)
+    r = reviewkit("show", str(tmp_path))
+    assert r.returncode == 1
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    r = reviewkit("--debug", "show", str(tmp_path))
+    assert r.returncode != 0 and "BundleError" in r.stderr
+
+
+def test_suite_lists_ids_without_torch():
+    code = (
+        "import sys; from reviewkit.cli import main\n"
+        "try:\n    main(['suite', '--profile', 'smoke', '--dtype', 'fp32', '--json'])\n"
+        "except SystemExit as e:\n    assert e.code in (0, None)\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["workloads"]) == 29 and doc["suite"]["hash"]
+
+
+def test_help_lists_commands():
+    r = reviewkit("--help")
+    assert r.returncode == 0
+    for cmd in ("run", "show", "suite", "mfu"):
+        assert cmd in r.stdout

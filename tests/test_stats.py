@@ -1,0 +1,47 @@
+"""Sample statistics: percentiles worked out by hand, bootstrap interval, noise flag."""
+
+import pytest
+
+from reviewkit.stats import bootstrap_ci, summarise
+
+
+def test_percentiles_of_one_to_hundred():
+    # Linear interpolation over order statistics x_k = k (k = 1..100): the q-th percentile is
+    # 1 + 99 q: p50 = 50.5, p95 = 95.05, p99 = 99.01.
+    s = summarise([float(k) for k in range(1, 101)])
+    assert s.p50_s == pytest.approx(50.5)
+    assert s.p95_s == pytest.approx(95.05)
+    assert s.p99_s == pytest.approx(99.01)
+    assert s.mean_s == pytest.approx(50.5)
+    assert s.min_s == 1 and s.max_s == 100
+    assert s.iqr_s == pytest.approx(49.5)  # 75.25 - 25.75
+    assert s.noisy  # 49.5 / 50.5 > 10%
+    assert s.tail_ratio == pytest.approx(99.01 / 50.5)
+    assert s.median_ci_low_s < 50.5 < s.median_ci_high_s
+
+
+def test_quiet_samples_are_not_noisy():
+    # Sorted: .99 .995 1 1 1 1 1.005 1.01; p25 = .995 + .75 * .005 = .99875 and
+    # p75 = 1 + .25 * .005 = 1.00125, so IQR = .0025 against a median of 1.0: 0.25% < 10%.
+    s = summarise([1.0, 0.99, 1.01, 1.0, 1.005, 0.995, 1.0, 1.0])
+    assert s.iqr_s == pytest.approx(0.0025)
+    assert not s.noisy
+    # Sample std: squared deviations sum to 2 * 1e-4 + 2 * 2.5e-5 = 2.5e-4; sqrt(2.5e-4 / 7).
+    assert s.std_s == pytest.approx(0.0059761, rel=1e-4)
+
+
+def test_single_sample():
+    s = summarise([2.0])
+    assert (s.p50_s, s.p99_s, s.median_ci_low_s, s.median_ci_high_s, s.std_s) == (2, 2, 2, 2, 0)
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_median():
+    data = [1.0, 2.0, 3.0, 4.0, 100.0]
+    assert bootstrap_ci(data) == bootstrap_ci(data)
+    low, high = bootstrap_ci(data)
+    assert low <= 3.0 <= high
+
+
+def test_empty_samples_raise():
+    with pytest.raises(ValueError):
+        summarise([])
