@@ -43,14 +43,16 @@ POLICIES = {
 # the copy buffer size, large enough to spill every cache level of the machines we target.
 GEMM_SIZES = {
     "smoke": (128, 256, 512),
-    "quick": (256, 512, 1024, 2048),
-    "full": (256, 512, 1024, 2048, 4096),
+    "quick": (256, 384, 512, 768, 1024, 1536, 2048),
+    "full": (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096),
 }
 GPU_GEMM_SIZES = (2048, 4096, 8192)
 COPY_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
 GPU_COPY_BYTES = 1 << 30
+# Enough warm-up to reach steady clocks and packed-weight caches, enough samples for a stable
+# median; a slow path stops at the budget after a few calls.
 CALIBRATION_POLICY = SamplingPolicy(
-    warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.05, max_samples=50, budget_s=2.0
+    warmup_calls=2, warmup_s=0.05, min_samples=5, min_time_s=0.1, max_samples=50, budget_s=2.0
 )
 SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.json small
 
@@ -235,25 +237,38 @@ def gemm_rate(
 
 
 def calibrate_compute(dtype: str, device: torch.device, profile: str) -> tuple[float | None, str]:
-    """Best median rate over a sweep of square GEMMs, growing while each fits the budget."""
+    """Best median rate over a sweep of square GEMMs in each layout.
+
+    A layout stops growing once its own rate predicts that the next size's calls would not
+    fit the calibration budget: a slow path is confirmed at small sizes, not waited out.
+    """
     sizes = GPU_GEMM_SIZES if device.type != "cpu" else GEMM_SIZES[profile]
+    calls = CALIBRATION_POLICY.warmup_calls + CALIBRATION_POLICY.min_samples
     best, best_at = None, None
+    layout_rate: dict[str, float] = {}
+    stopped: list[str] = []
     for n in sizes:
-        if best is not None:
-            predicted_call_s = 2 * n**3 / best
-            if predicted_call_s * CALIBRATION_POLICY.min_samples > CALIBRATION_POLICY.budget_s:
-                break  # a slow path: a larger size would only confirm it, slowly
         for layout in GEMM_LAYOUTS:
+            if layout in stopped:
+                continue
+            if layout in layout_rate and 2 * n**3 / layout_rate[layout] * calls > (
+                CALIBRATION_POLICY.budget_s
+            ):
+                stopped.append(layout)
+                continue
             try:
                 rate = gemm_rate(n, dtype, device, layout)
             except (RuntimeError, NotImplementedError) as exc:
                 return best, f"square GEMM sweep stopped at n={n} ({layout}): {_first_line(exc)}"
+            layout_rate[layout] = max(rate, layout_rate.get(layout, 0.0))
             if best is None or rate > best:
                 best, best_at = rate, f"n={n}, layout {layout}"
     method = (
         f"best median rate of torch.mm over square sizes {list(sizes)} in layouts "
         f"{'/'.join(GEMM_LAYOUTS)}; best at {best_at}"
     )
+    if stopped:
+        method += f"; layout {'/'.join(stopped)} stopped early (too slow for the budget)"
     return best, method
 
 
