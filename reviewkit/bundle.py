@@ -21,6 +21,7 @@ def write_json_atomic(path: Path, document: dict) -> None:
     text = json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a bundle is meant to be shared
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
