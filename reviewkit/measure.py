@@ -475,5 +475,8 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         doc["interrupted"] = (
             "interrupted by the user (Ctrl-C); workloads marked not-run were not measured"
         )
+        for record in records:
+            if record["status"] == STATUS_NOT_RUN:
+                record["reason"] = "not measured: the run was interrupted before it"
     doc["wall_s"] = round(time.time() - started, 3)
     return doc

@@ -37,22 +37,29 @@ class SampleStats:
         return asdict(self)
 
 
-def bootstrap_ci(
+def bootstrap_median_ci(
     values: Sequence[float],
-    statistic=np.median,
     confidence: float = CONFIDENCE,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of `statistic` over resamples with replacement."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 1:
+    """Percentile bootstrap interval of the median over resamples with replacement.
+
+    The data are sorted once, so a resample's median is the value at the median of its drawn
+    indices: partitioning small integers instead of gathering floats halves the cost, and
+    gives exactly the distribution of the plain bootstrap.
+    """
+    data = np.sort(np.asarray(values, dtype=float))
+    n = data.size
+    if n == 1:
         return float(data[0]), float(data[0])
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, data.size, size=(resamples, data.size))
-    boot = statistic(data[idx], axis=1)
+    idx = rng.integers(0, n, size=(resamples, n), dtype=np.int32)
+    lo, hi = (n - 1) // 2, n // 2
+    part = np.partition(idx, [lo, hi], axis=1)
+    medians = (data[part[:, lo]] + data[part[:, hi]]) / 2
     alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    low, high = np.quantile(medians, [alpha, 1 - alpha])
     return float(low), float(high)
 
 
@@ -62,7 +69,7 @@ def summarise(samples_s: Sequence[float]) -> SampleStats:
     if data.size == 0:
         raise ValueError("no samples to summarise")
     p25, p50, p75, p95, p99 = np.percentile(data, [25, 50, 75, 95, 99])
-    low, high = bootstrap_ci(data)
+    low, high = bootstrap_median_ci(data)
     iqr = p75 - p25
     return SampleStats(
         n=int(data.size),

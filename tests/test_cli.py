@@ -36,6 +36,28 @@ def test_smoke_run_end_to_end(tmp_path):
     assert [w["id"] for w in json.loads(again.stdout)["workloads"]] == [first["id"]]
 
 
+def test_ctrl_c_writes_an_incomplete_bundle(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reviewkit", "run", "--profile", "quick", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(8)  # past the imports, inside calibration or the first workloads (~75 s in all)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["complete"] is False and "Ctrl-C" in doc["interrupted"]
+    not_run = [w for w in doc["workloads"] if w["status"] == "not-run"]
+    assert not_run and all("interrupted" in w["reason"] for w in not_run)
+    assert "INCOMPLETE" in stdout
+
+
 def test_show_does_not_import_torch(tmp_path, smoke_run):
     _, bundle = smoke_run
     code = (

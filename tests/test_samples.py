@@ -1,0 +1,46 @@
+"""The committed sample bundles: readable, current with the suite, and re-derivable from samples."""
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from reviewkit import suite
+from reviewkit.analysis import analyse_run
+from reviewkit.bundle import load_run
+
+SAMPLES = sorted((Path(__file__).parents[1] / "samples").glob("*/run.json"))
+
+
+def test_at_least_one_sample_is_committed():
+    assert SAMPLES
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+def test_sample_matches_the_current_suite(path):
+    doc = load_run(path)
+    assert doc["suite"] == suite.suite_identity().to_json(), (
+        f"{path} was recorded with another suite definition; re-record it with the command "
+        "in its README.md"
+    )
+    current = {s.id: s for s in suite.workloads(doc["profile"])}
+    for w in doc["workloads"]:
+        assert w["definition_hash"] == current[w["id"]].definition_hash(), w["id"]
+    assert (path.parent / "README.md").exists(), "each sample says which machine recorded it"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+def test_sample_statistics_are_rederived_from_raw_samples(path):
+    stored = load_run(path)
+    doc = analyse_run(copy.deepcopy(stored))
+    for before, after in zip(stored["workloads"], doc["workloads"], strict=True):
+        assert before["status"] == after["status"]
+        if before["stats"] is None:
+            continue
+        assert after["stats"]["p50_s"] == pytest.approx(before["stats"]["p50_s"])
+        assert after["stats"]["p99_s"] == pytest.approx(before["stats"]["p99_s"])
+        assert after["mfu"] == pytest.approx(before["mfu"])
+        f = after["fractions"]
+        assert f["compute"] + f["memory_stall"] + f["overhead"] == pytest.approx(1)
+    for dtype, layers in doc["layer_types_by_dtype"].items():
+        assert sum(a["time_share"] for a in layers.values()) == pytest.approx(1), dtype
