@@ -107,6 +107,8 @@ class LayerAggregate:
     compute_fraction: float
     time_share: float
     bottleneck: str
+    # Workloads whose time beat the roofline: an MFU above 100% here comes from them.
+    faster_than_roofline: int = 0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -135,6 +137,7 @@ def aggregate(rows: Iterable[tuple[str, Roofline]]) -> dict[str, LayerAggregate]
             compute_fraction=compute,
             time_share=t / total_s,
             bottleneck=classify(t_c, t_m, overhead),
+            faster_than_roofline=sum(r.faster_than_roofline for r in rs),
         )
     return out
 

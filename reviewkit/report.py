@@ -65,8 +65,11 @@ def layer_table(doc: dict, dtype: str) -> Table:
         "memory-stall",
         "overhead",
         "bottleneck",
+        "flags",
     ):
-        t.add_column(col, justify="left" if col in ("layer type", "bottleneck") else "right")
+        t.add_column(
+            col, justify="left" if col in ("layer type", "bottleneck", "flags") else "right"
+        )
     for layer_type in suite.LAYER_TYPES:
         a = rows.get(layer_type)
         if a is None:
@@ -79,6 +82,7 @@ def layer_table(doc: dict, dtype: str) -> Table:
             _pct(a["memory_stall_fraction"]),
             _pct(a["overhead_fraction"]),
             a["bottleneck"],
+            f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
         )
     return t
 

@@ -176,7 +176,9 @@ def _wid(layer_type: str, name: str, shape_tag: str, dtype: str) -> str:
     return f"{layer_type}.{name}.{shape_tag}.{dtype}"
 
 
-def linear(model: ModelDims, part: str, batch: int, seq: int, k: int, n: int, dtype: str):
+def linear(
+    model: ModelDims, part: str, batch: int, seq: int, k: int, n: int, dtype: str
+) -> WorkloadSpec:
     m = batch * seq
     x, w = TensorSpec((m, k), dtype), TensorSpec((n, k), dtype)
     return WorkloadSpec(
@@ -192,7 +194,7 @@ def linear(model: ModelDims, part: str, batch: int, seq: int, k: int, n: int, dt
     )
 
 
-def bmm(model: ModelDims, batch: int, seq: int, dtype: str):
+def bmm(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     b, d = batch * model.heads, model.head_dim
     q, kt = TensorSpec((b, seq, d), dtype), TensorSpec((b, d, seq), dtype)
     return WorkloadSpec(
@@ -213,7 +215,7 @@ def attention_pairs(seq: int, causal: bool) -> int:
     return seq * (seq + 1) // 2 if causal else seq * seq
 
 
-def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str):
+def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str) -> WorkloadSpec:
     h, d = model.heads, model.head_dim
     qkv = TensorSpec((batch, h, seq, d), dtype)
     tag = "causal" if causal else "full"
@@ -231,7 +233,9 @@ def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str):
     )
 
 
-def conv2d(stage: str, batch: int, channels: int, size: int, kernel: int, dtype: str):
+def conv2d(
+    stage: str, batch: int, channels: int, size: int, kernel: int, dtype: str
+) -> WorkloadSpec:
     pad = kernel // 2
     x = TensorSpec((batch, channels, size, size), dtype)
     w = TensorSpec((channels, channels, kernel, kernel), dtype)
@@ -267,7 +271,7 @@ def _vector_op(
     extra_inputs: tuple[TensorSpec, ...] = (),
     out_numel: int | None = None,
     params: dict | None = None,
-):
+) -> WorkloadSpec:
     x = TensorSpec(shape, dtype)
     out_numel = x.numel if out_numel is None else out_numel
     inputs = (x, *extra_inputs)
@@ -284,7 +288,7 @@ def _vector_op(
     )
 
 
-def layer_norm(model: ModelDims, tokens: int, dtype: str):
+def layer_norm(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     d = model.hidden
     affine = (TensorSpec((d,), dtype), TensorSpec((d,), dtype))
     return _vector_op(
@@ -299,7 +303,7 @@ def layer_norm(model: ModelDims, tokens: int, dtype: str):
     )
 
 
-def rms_norm(model: ModelDims, tokens: int, dtype: str):
+def rms_norm(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     d = model.hidden
     return _vector_op(
         "norm",
@@ -313,21 +317,21 @@ def rms_norm(model: ModelDims, tokens: int, dtype: str):
     )
 
 
-def softmax(model: ModelDims, batch: int, seq: int, dtype: str):
+def softmax(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     shape = (batch, model.heads, seq, seq)
     return _vector_op(
         "softmax", "softmax", "attn-softmax", model, shape, dtype, SOFTMAX_FLOPS_PER_ELEMENT
     )
 
 
-def gelu(model: ModelDims, tokens: int, dtype: str):
+def gelu(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     shape = (tokens, model.ffn)
     return _vector_op(
         "elementwise", "gelu", "mlp-gelu", model, shape, dtype, GELU_FLOPS_PER_ELEMENT
     )
 
 
-def residual_add(model: ModelDims, tokens: int, dtype: str):
+def residual_add(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     shape = (tokens, model.hidden)
     return _vector_op(
         "elementwise",
@@ -341,7 +345,7 @@ def residual_add(model: ModelDims, tokens: int, dtype: str):
     )
 
 
-def row_sum(model: ModelDims, tokens: int, dtype: str):
+def row_sum(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     shape = (tokens, model.ffn)
     return _vector_op(
         "reduction",
@@ -356,7 +360,7 @@ def row_sum(model: ModelDims, tokens: int, dtype: str):
     )
 
 
-def transpose_copy(model: ModelDims, batch: int, seq: int, dtype: str):
+def transpose_copy(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     shape = (batch, seq, model.heads, model.head_dim)
     return _vector_op(
         "data-movement",
@@ -370,7 +374,7 @@ def transpose_copy(model: ModelDims, batch: int, seq: int, dtype: str):
     )
 
 
-def embedding(model: ModelDims, batch: int, seq: int, dtype: str):
+def embedding(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     ids = TensorSpec((batch, seq), "int64")
     table = TensorSpec((model.vocab, model.hidden), dtype)
     gathered = batch * seq * model.hidden * ELEMENT_BYTES[dtype]
@@ -386,7 +390,7 @@ def embedding(model: ModelDims, batch: int, seq: int, dtype: str):
     )
 
 
-def mlp_block(model: ModelDims, tokens: int, dtype: str):
+def mlp_block(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     """GPT-2's MLP: Linear(d, 4d) -> GELU -> Linear(4d, d), both with bias, from torch.nn."""
     d, f, e = model.hidden, model.ffn, ELEMENT_BYTES[dtype]
     x = TensorSpec((tokens, d), dtype)
@@ -405,7 +409,9 @@ def mlp_block(model: ModelDims, tokens: int, dtype: str):
     )
 
 
-def _encoder_layer_counts(model: ModelDims, batch: int, seq: int, causal: bool):
+def _encoder_layer_counts(
+    model: ModelDims, batch: int, seq: int, causal: bool
+) -> tuple[int, int, int]:
     """FLOPs and weight bytes of one torch.nn.TransformerEncoderLayer (post- or pre-norm)."""
     d, f, h = model.hidden, model.ffn, model.heads
     m = batch * seq
@@ -423,7 +429,7 @@ def _encoder_layer_counts(model: ModelDims, batch: int, seq: int, causal: bool):
     return matmul, other, weights
 
 
-def encoder_layer(model: ModelDims, batch: int, seq: int, dtype: str):
+def encoder_layer(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     """BERT-base's layer as torch.nn.TransformerEncoderLayer (post-norm, GELU, no mask)."""
     e = ELEMENT_BYTES[dtype]
     matmul, other, weights = _encoder_layer_counts(model, batch, seq, causal=False)
@@ -448,7 +454,7 @@ def encoder_layer(model: ModelDims, batch: int, seq: int, dtype: str):
     )
 
 
-def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str):
+def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     """A GPT-style decoder: token + position embeddings, pre-norm causal layers, LM head.
 
     FLOPs follow PaLM appendix B (full attention counted, as published MFU figures do):

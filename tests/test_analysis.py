@@ -111,6 +111,15 @@ def test_layer_aggregate_is_time_weighted():
     # sum t_m = 1e-5 + 1e-3 > sum t_c = 1.001e-3 -> memory-bound by the same rule
     assert g.bottleneck == MEMORY_BOUND
     assert g.workloads == 2
+    assert g.faster_than_roofline == 0
+
+
+def test_layer_aggregate_counts_faster_than_roofline_workloads():
+    fast = roofline(1e9, 1e6, 5e-4, P, W)  # beats t_c = 1 ms
+    agg = aggregate([("gemm", fast), ("gemm", roofline(1e9, 1e6, 1.25e-3, P, W))])
+    assert agg["gemm"].faster_than_roofline == 1
+    # (1 ms + 1 ms) / (0.5 ms + 1.25 ms): an MFU above 100% that the count explains.
+    assert agg["gemm"].mfu == pytest.approx(2e-3 / 1.75e-3)
 
 
 def _raw_workload(dtype, flops, bytes_, samples):

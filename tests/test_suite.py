@@ -131,13 +131,13 @@ def test_plan_errors_name_the_choices(kwargs, needle):
 torch = pytest.importorskip("torch")
 
 
-def _torch_flops(spec):
+def _torch_flops(spec, device="cpu"):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     from reviewkit import kernels
 
-    fn = kernels.build(spec, torch.device("cpu"))
+    fn = kernels.build(spec, torch.device(device))
     # FlopCounterMode has no formula for CPU's fused attention kernel or the fused
     # TransformerEncoderLayer fast path; the math backend decomposes attention into the
     # matmuls it does count. The arithmetic is the same; only the kernels differ.
@@ -153,12 +153,19 @@ def _torch_flops(spec):
     return counter.get_total_flops()
 
 
-COUNTED = [s for s in suite.workloads("smoke", ["fp32"]) if s.matmul_flops > 0]
+# smoke runs for real on the CPU; quick and full (real model sizes) on the meta device, which
+# tracks shapes without computing, so the full-size suite is checked in seconds.
+COUNTED = [
+    (s, "cpu" if profile == "smoke" else "meta")
+    for profile in suite.PROFILES
+    for s in suite.workloads(profile, ["fp32"])
+    if s.matmul_flops > 0
+]
 
 
-@pytest.mark.parametrize("spec", COUNTED, ids=[s.id for s in COUNTED])
-def test_matmul_flops_agree_with_flop_counter(spec):
-    counted = _torch_flops(spec)
+@pytest.mark.parametrize("spec,device", COUNTED, ids=[f"{d}:{s.id}" for s, d in COUNTED])
+def test_matmul_flops_agree_with_flop_counter(spec, device):
+    counted = _torch_flops(spec, device)
     if spec.kernel == "sdpa" and spec.params["causal"]:
         # Our convention: S(S+1)/2 pairs; FlopCounterMode counts the full S*S square.
         s = spec.params["seq"]
