@@ -17,6 +17,7 @@ OVERHEAD_BOUND = "overhead-bound"
 BOTTLENECKS = (COMPUTE_BOUND, MEMORY_BOUND, OVERHEAD_BOUND)
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
 TAIL_RISK = "tail-risk"
+NOISY = "noisy"  # IQR / median above stats.NOISE_IQR_OVER_MEDIAN
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,14 @@ def roofline(
     )
 
 
-def flags(r: Roofline, tail_ratio: float) -> list[str]:
+def flags(r: Roofline, tail_ratio: float, noisy: bool = False) -> list[str]:
     out = []
     if r.faster_than_roofline:
         out.append(FASTER_THAN_ROOFLINE)
     if tail_ratio >= TAIL_RISK_P99_OVER_P50:
         out.append(TAIL_RISK)
+    if noisy:
+        out.append(NOISY)
     return out
 
 
@@ -198,7 +201,7 @@ def analyse_run(doc: dict) -> dict:
                 "overhead": r.overhead_fraction,
             },
             bottleneck=r.bottleneck,
-            flags=flags(r, st.tail_ratio),
+            flags=flags(r, st.tail_ratio, st.noisy),
         )
         by_dtype.setdefault(w["dtype"], []).append((w["layer_type"], r))
         everything.append((w["layer_type"], r))

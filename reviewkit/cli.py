@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -100,6 +101,9 @@ def run(
             bar.update(task, description=label[:60], completed=done, total=total)
 
         doc = measure.run(request, on_progress)
+    # The exact command line, so the whole run can be reproduced (each workload also carries
+    # its own single-workload command).
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
     analyse_run(doc)
     path = write_run(out_dir, doc)
     if as_json:

@@ -6,6 +6,7 @@ from reviewkit.analysis import (
     COMPUTE_BOUND,
     FASTER_THAN_ROOFLINE,
     MEMORY_BOUND,
+    NOISY,
     OVERHEAD_BOUND,
     TAIL_RISK,
     aggregate,
@@ -88,6 +89,12 @@ def test_tail_risk_flag_at_threshold():
     r = roofline(1e9, 1e6, 1.25e-3, P, W)
     assert TAIL_RISK in flags(r, tail_ratio=1.5)  # design.md: p99 / p50 >= 1.5
     assert TAIL_RISK not in flags(r, tail_ratio=1.49)
+
+
+def test_noisy_flag():
+    r = roofline(1e9, 1e6, 1.25e-3, P, W)
+    assert flags(r, tail_ratio=1.0, noisy=True) == [NOISY]
+    assert flags(r, tail_ratio=1.0) == []
 
 
 def test_rejects_non_positive_time():

@@ -89,6 +89,45 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert r.stderr.strip().count("\n") == 0  # one actionable line
 
 
+def test_threads_knob_is_applied_and_recorded(tmp_path):
+    out = tmp_path / "run"
+    r = reviewkit(
+        "run",
+        "--profile",
+        "smoke",
+        "--dtype",
+        "fp32",
+        "--only",
+        "norm.*",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["knobs"]["threads"] == 1
+    doc = json.loads((out / "run.json").read_text())
+    assert "--threads 1" in doc["command"]
+    assert all("--threads 1" in w["reproduce"] for w in doc["workloads"])
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--threads", "0"], "--threads 0: expected a positive integer"),
+        (["--out", "{file}"], "exists and is not a folder"),
+    ],
+)
+def test_bad_run_options(tmp_path, args, needle):
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder")
+    args = [a.format(file=a_file) for a in args]
+    r = reviewkit("run", "--profile", "smoke", "--only", "norm.*", *args)
+    assert r.returncode == 2 and needle in r.stderr
+    assert a_file.read_text() == "not a folder"
+
+
 def test_absent_device_is_a_clear_error(tmp_path):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
