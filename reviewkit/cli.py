@@ -162,6 +162,56 @@ def suite_cmd(
         )
 
 
+@app.command("compare")
+@_user_errors
+def compare_cmd(
+    base: Path = typer.Argument(..., help="baseline run bundle (folder or run.json)"),
+    cand: Path = typer.Argument(..., help="candidate run bundle (folder or run.json)"),
+    fail_on_regression: bool = typer.Option(
+        False, "--fail-on-regression", help="exit 1 if any workload is significantly slower at p99"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+) -> None:
+    """Compare two run bundles: knob diff, ratios with 95% CIs, verdicts (no torch)."""
+    from reviewkit.analysis import analyse_run
+    from reviewkit.bundle import load_run
+    from reviewkit.compare import compare
+    from reviewkit.report import print_comparison, stdout_console
+
+    comparison = compare(
+        analyse_run(load_run(base)), analyse_run(load_run(cand)), str(base), str(cand)
+    )
+    if as_json:
+        _emit_json(comparison.to_json())
+    else:
+        print_comparison(comparison, stdout_console())
+    if fail_on_regression and comparison.p99_regressions:
+        raise typer.Exit(1)
+
+
+@app.command("check")
+@_user_errors
+def check_cmd(
+    review: Path = typer.Argument(..., help="the review file (review.toml)"),
+    rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
+    allow_outside: bool = typer.Option(
+        False, "--allow-outside", help="allow paths that leave the review's folder"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> None:
+    """Fill the rubric from the runs and the review file; exit 1 if a blocking item fails."""
+    from reviewkit.gate import GATE_FAIL, run_check
+    from reviewkit.report import print_check, stdout_console
+
+    report = run_check(review, rubric, allow_outside=allow_outside)
+    if as_json:
+        _emit_json(report.to_json())
+    else:
+        print_check(report, stdout_console())
+    if report.verdict == GATE_FAIL:
+        raise typer.Exit(1)
+
+
 @app.command()
 @_user_errors
 def mfu(

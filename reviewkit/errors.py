@@ -19,5 +19,11 @@ class DeviceUnavailableError(ReviewkitError):
     exit_code = 2
 
 
-class BundleError(ReviewkitError):
+class InputError(ReviewkitError):
+    """An input file that cannot be used: malformed, incomplete, of the wrong type, or outside."""
+
+    exit_code = 2
+
+
+class BundleError(InputError):
     """A run bundle that cannot be read: missing, malformed or of another schema version."""

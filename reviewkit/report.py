@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from reviewkit import suite
@@ -185,3 +186,138 @@ def summary(doc: dict, path: str | None = None) -> dict:
         "layer_types_by_dtype": doc.get("layer_types_by_dtype"),
         "workloads": workloads,
     }
+
+
+# --- compare and check ----------------------------------------------------------------------
+
+VERDICT_STYLE = {
+    "faster": "green",
+    "slower": "red",
+    "no significant difference": "dim",
+    "not comparable": "yellow",
+}
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "missing": "magenta", "fail": "red"}
+
+
+def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def print_comparison(comp, console: Console) -> None:
+    console.print(
+        f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
+        f"(paired by {comp.paired_by})"
+    )
+    if comp.knob_changes:
+        t = Table(title="Knob diff", title_justify="left")
+        for col in ("knob", "baseline", "candidate"):
+            t.add_column(col)
+        for k in comp.knob_changes:
+            t.add_row(escape(k.knob), escape(str(k.baseline)), escape(str(k.candidate)))
+        console.print(t)
+    else:
+        console.print("Knob diff: none")
+    for w in comp.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    t = Table(
+        title="By layer type (ratio of summed medians, candidate / baseline, 95% CI)",
+        title_justify="left",
+    )
+    for col in (
+        "layer type",
+        "workloads",
+        "time ratio",
+        "verdict",
+        "MFU",
+        "memory-stall",
+        "bottleneck",
+    ):
+        t.add_column(col)
+    for layer in comp.layer_types:
+        t.add_row(
+            layer.layer_type,
+            str(layer.workloads),
+            _ratio(layer.time_ratio, layer.time_ratio_ci),
+            f"[{VERDICT_STYLE[layer.verdict]}]{layer.verdict}[/]",
+            f"{_pct(layer.mfu_baseline)} → {_pct(layer.mfu_candidate)}",
+            f"{_pct(layer.memory_stall_baseline)} → {_pct(layer.memory_stall_candidate)}",
+            f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
+            if layer.bottleneck_baseline != layer.bottleneck_candidate
+            else str(layer.bottleneck_baseline),
+        )
+    console.print(t)
+    t = Table(title="By workload (candidate / baseline)", title_justify="left")
+    for col in (
+        "workload",
+        "median ratio [95% CI]",
+        "verdict",
+        "p95",
+        "p99 [95% CI]",
+        "ΔMFU",
+        "Δstall",
+        "bottleneck",
+    ):
+        t.add_column(col, overflow="fold")
+    for w in comp.workloads:
+        t.add_row(
+            w.key,
+            _ratio(w.median_ratio, w.median_ratio_ci),
+            f"[{VERDICT_STYLE[w.verdict]}]{w.verdict}[/]"
+            + (f" ({escape(w.reason)})" if w.reason else ""),
+            _ratio(w.p95_ratio),
+            _ratio(w.p99_ratio, w.p99_ratio_ci),
+            "—" if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
+            "—" if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
+            f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
+            if w.bottleneck_changed
+            else str(w.bottleneck_baseline or "—"),
+        )
+    console.print(t)
+    regressions = comp.p99_regressions
+    if regressions:
+        console.print(
+            f"[red]{len(regressions)} workload(s) significantly slower at p99:[/] "
+            + ", ".join(w.key for w in regressions[:6])
+        )
+
+
+def print_check(report, console: Console) -> None:
+    r = report.review
+    console.print(
+        f"[bold]{escape(r.title)}[/] · decision "
+        f"{escape(str(r.decision.get('status', 'proposed')))} · owner "
+        f"{escape(r.owner_name or 'NONE')} · rubric {escape(report.rubric.name)}"
+    )
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    flags = report.red_flags
+    console.print(f"\n[bold]Red flags: {len(flags)}[/]")
+    for f in flags:
+        console.print(
+            f"  [{STATUS_STYLE[f.status]}]{f.status.upper()}[/] {f.item.title} "
+            f"({f.item.severity}): {escape(f.summary)}"
+        )
+        console.print(f"      to clear: {escape(f.item.clears_with)}")
+    t = Table(title="Findings", title_justify="left")
+    for col in ("item", "severity", "status", "summary"):
+        t.add_column(col, overflow="fold")
+    for f in report.findings:
+        t.add_row(
+            f.item.id,
+            f.item.severity,
+            f"[{STATUS_STYLE[f.status]}]{f.status}[/]",
+            escape(f.summary),
+        )
+    console.print(t)
+    if report.disproof:
+        console.print("[bold]Disproof criteria[/]")
+        for d in report.disproof:
+            console.print(f"  {d['status']}: {escape(d['statement'])} — {escape(d['why'])}")
+    blocking = [f.item.id for f in report.findings if f.blocks]
+    style = "green" if report.verdict == "pass" else "red"
+    console.print(
+        f"\nGate: [{style}]{report.verdict.upper()}[/]"
+        + (f" — blocking: {', '.join(blocking)}" if blocking else "")
+    )

@@ -149,7 +149,7 @@ def test_show_refuses_bad_bundles(tmp_path, content, needle):
     if content is not None:
         (tmp_path / "run.json").write_text(content)
     r = reviewkit("show", str(tmp_path))
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
 
 

@@ -1,0 +1,651 @@
+"""The automatic rubric checks: each turns the runs and the review file into one finding."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import operator
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from reviewkit.compare import SLOWER, Comparison, WorkloadComparison
+from reviewkit.review import Disproof, Review
+
+PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
+STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
+HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
+# Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
+# baseline's narrowest lowered precision.
+DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+# torch.set_float32_matmul_precision: "high" and "medium" let fp32 matmuls run in TF32/bf16.
+FP32_MATMUL_BITS = {"highest": 32, "high": 19, "medium": 16}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str  # "artifact" | "workload" | "number" | "text"
+    label: str
+    value: str = ""
+    path: str = ""
+    sha256: str = ""
+    reproduce: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v != ""}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    status: str
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass
+class Context:
+    """Everything a check may read: the review, the analysed runs and their comparisons."""
+
+    review: Review
+    baseline: dict
+    candidates: list[tuple[Path, dict]]
+    comparisons: list[Comparison]
+    params: dict = field(default_factory=dict)
+    _sha: dict = field(default_factory=dict)
+
+    def sha256(self, path: Path) -> str:
+        path = path / "run.json" if path.is_dir() else path
+        if path not in self._sha:
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+            self._sha[path] = digest.hexdigest()
+        return self._sha[path]
+
+    def artifact(self, label: str, path: Path) -> Evidence:
+        file = path / "run.json" if path.is_dir() else path
+        return Evidence(
+            "artifact", label, path=self.review.relative(file), sha256=self.sha256(path)
+        )
+
+    def run_artifacts(self) -> list[Evidence]:
+        out = [self.artifact("baseline run", self.review.baseline)]
+        out += [
+            self.artifact(f"candidate run {i + 1}", p) for i, (p, _) in enumerate(self.candidates)
+        ]
+        return out
+
+
+Check = Callable[[Context], CheckResult]
+CHECKS: dict[str, Check] = {}
+
+
+def check(name: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def _workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
+    rec = next((x for x in cand["workloads"] if x["id"] == w.candidate_id), {})
+    return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+# --- the senior review question and the anchor metrics ----------------------------------------
+
+
+@check("bottleneck-per-layer")
+def bottleneck_per_layer(ctx: Context) -> CheckResult:
+    evidence = []
+    for i, (_, cand) in enumerate(ctx.candidates):
+        layers = cand.get("layer_types") or {}
+        if not layers:
+            return CheckResult(
+                FAIL, f"candidate {i + 1} has no analysed workloads", tuple(ctx.run_artifacts())
+            )
+        for layer_type, agg in layers.items():
+            slowest = max(
+                (w for w in cand["workloads"] if w["layer_type"] == layer_type and w.get("stats")),
+                key=lambda w: w["stats"]["p50_s"],
+                default=None,
+            )
+            evidence.append(
+                Evidence(
+                    "workload",
+                    f"candidate {i + 1} {layer_type}: {agg['bottleneck']} "
+                    f"(MFU {_pct(agg['mfu'])}, memory-stall {_pct(agg['memory_stall_fraction'])}, "
+                    f"overhead {_pct(agg['overhead_fraction'])})",
+                    value=slowest["id"] if slowest else "",
+                    reproduce=slowest["reproduce"] if slowest else "",
+                )
+            )
+    return CheckResult(
+        PASS,
+        "every layer type has a bottleneck class from the roofline "
+        "fractions, with its slowest workload's reproduce command",
+        tuple(ctx.run_artifacts() + evidence),
+    )
+
+
+@check("layer-metrics")
+def layer_metrics(ctx: Context) -> CheckResult:
+    runs = [("baseline", ctx.baseline)] + [
+        (f"candidate {i + 1}", c) for i, (_, c) in enumerate(ctx.candidates)
+    ]
+    evidence = []
+    for label, doc in runs:
+        by_dtype = doc.get("layer_types_by_dtype") or {}
+        if not by_dtype:
+            return CheckResult(
+                MISSING,
+                f"the {label} run has no per-layer-type aggregates",
+                tuple(ctx.run_artifacts()),
+            )
+        for dtype, layers in by_dtype.items():
+            for layer_type, agg in layers.items():
+                evidence.append(
+                    Evidence(
+                        "number",
+                        f"{label} {dtype} {layer_type}",
+                        value=f"MFU {_pct(agg['mfu'])}, memory-stall "
+                        f"{_pct(agg['memory_stall_fraction'])}",
+                    )
+                )
+    return CheckResult(
+        PASS,
+        "MFU and memory-stall fraction are reported per layer type for "
+        "the baseline and every candidate",
+        tuple(ctx.run_artifacts() + evidence),
+    )
+
+
+# --- the red flags of design.md ---------------------------------------------------------------
+
+
+@check("single-knob-change")
+def single_knob_change(ctx: Context) -> CheckResult:
+    ignore = tuple(ctx.params.get("ignore", ()))
+    worst, evidence, summaries = PASS, [], []
+    for i, comp in enumerate(ctx.comparisons):
+        changed = comp.mapping_knob_changes(ignore)
+        for k in changed:
+            evidence.append(
+                Evidence(
+                    "text",
+                    f"candidate {i + 1} knob {k.knob}",
+                    value=f"{k.baseline!r} -> {k.candidate!r}",
+                )
+            )
+        if len(changed) > 1:
+            worst = FAIL
+            summaries.append(
+                f"candidate {i + 1} changes {len(changed)} knobs at once "
+                f"({', '.join(k.knob for k in changed)})"
+            )
+        elif not changed:
+            worst = max(worst, WARN, key=STATUS_ORDER.get)
+            summaries.append(f"candidate {i + 1} changes no mapping knob: nothing to review")
+        else:
+            summaries.append(f"candidate {i + 1} changes one knob: {changed[0].knob}")
+    return CheckResult(worst, "; ".join(summaries), tuple(evidence))
+
+
+@check("production-shape-evidence")
+def production_shape_evidence(ctx: Context) -> CheckResult:
+    traces = ctx.review.evidence.get("production_traces", ())
+    if traces:
+        return CheckResult(
+            PASS,
+            f"{len(traces)} production trace(s) cited",
+            tuple(ctx.artifact("production trace", p) for p in traces),
+        )
+    evidence, missing = [], []
+    for i, comp in enumerate(ctx.comparisons):
+        models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
+        if not models:
+            missing.append(f"candidate {i + 1}")
+        for w in models:
+            evidence.append(
+                _workload_evidence(
+                    w,
+                    ctx.candidates[i][1],
+                    f"model-level workload, median ratio {w.median_ratio:.3f}",
+                )
+            )
+    if missing:
+        return CheckResult(
+            FAIL,
+            "no production trace under [evidence].production_traces and no "
+            f"model-level workload measured for {', '.join(missing)}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS,
+        "no production trace, but an end-to-end model workload backs every candidate",
+        tuple(evidence),
+    )
+
+
+def _min_bits(knobs: dict) -> int:
+    dtypes = knobs.get("dtypes") or []
+    bits = min((DTYPE_BITS.get(d, 32) for d in dtypes), default=32)
+    if knobs.get("quantization", "none") not in ("none", "", None):
+        bits = min(bits, 8)
+    if "fp32" in dtypes:
+        bits = min(bits, FP32_MATMUL_BITS.get(knobs.get("float32_matmul_precision", "highest"), 32))
+    return bits
+
+
+def precision_lowered(base: dict, cand: dict) -> bool:
+    return _min_bits(cand["knobs"]) < _min_bits(base["knobs"])
+
+
+def sparsity_changed(base: dict, cand: dict) -> bool:
+    return base["knobs"].get("sparsity", "dense") != cand["knobs"].get("sparsity", "dense")
+
+
+@check("precision-quality")
+def precision_quality(ctx: Context) -> CheckResult:
+    lowered = [
+        i + 1 for i, (_, c) in enumerate(ctx.candidates) if precision_lowered(ctx.baseline, c)
+    ]
+    if not lowered:
+        return CheckResult(PASS, "no candidate lowers precision")
+    quality = ctx.review.evidence.get("quality", ())
+    if not quality:
+        return CheckResult(
+            FAIL,
+            f"candidate(s) {', '.join(map(str, lowered))} lower precision "
+            "and no quality evidence is cited under [evidence].quality",
+        )
+    return CheckResult(
+        PASS,
+        "precision is lowered and quality evidence is cited",
+        tuple(ctx.artifact("quality evidence", p) for p in quality),
+    )
+
+
+@check("long-window-stability")
+def long_window_stability(ctx: Context) -> CheckResult:
+    files = ctx.review.evidence.get("long_window", ())
+    if not files:
+        return CheckResult(
+            FAIL,
+            "no long-window (thermal / soak) stability evidence for the "
+            "candidate under [evidence].long_window",
+        )
+    return CheckResult(
+        PASS,
+        "long-window stability evidence is cited",
+        tuple(ctx.artifact("long-window evidence", p) for p in files),
+    )
+
+
+@check("tail-latency")
+def tail_latency(ctx: Context) -> CheckResult:
+    evidence, bad = [], []
+    for i, comp in enumerate(ctx.comparisons):
+        for w in comp.workloads:
+            if w.mean_ratio is None or w.mean_ratio >= 1:
+                continue
+            p95_slower = w.p95_ratio_ci is not None and w.p95_ratio_ci[0] > 1
+            if p95_slower or w.p99_verdict == SLOWER:
+                bad.append(w.key)
+                evidence.append(
+                    _workload_evidence(
+                        w,
+                        ctx.candidates[i][1],
+                        f"candidate {i + 1}: mean x{w.mean_ratio:.3f} but "
+                        f"p95 x{w.p95_ratio:.3f}, p99 x{w.p99_ratio:.3f} "
+                        f"(95% CI of p99 ratio {w.p99_ratio_ci[0]:.3f}-{w.p99_ratio_ci[1]:.3f})",
+                    )
+                )
+    if bad:
+        return CheckResult(
+            FAIL,
+            f"the mean improves while p95 or p99 regresses beyond noise on "
+            f"{len(bad)} workload(s): {', '.join(bad[:5])}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS, "no workload trades a better mean for a significantly worse p95 or p99"
+    )
+
+
+@check("shape-coverage")
+def shape_coverage(ctx: Context) -> CheckResult:
+    min_levels = int(ctx.params.get("min_levels", 2))
+    summaries, worst = [], PASS
+    for i, comp in enumerate(ctx.comparisons):
+        seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}
+        batches = {w.params.get("batch") for w in comp.workloads if w.median_ratio} - {None}
+        summaries.append(
+            f"candidate {i + 1}: sequence lengths {sorted(seqs)}, batch "
+            f"(concurrency) levels {sorted(batches)}"
+        )
+        if len(seqs) < min_levels or len(batches) < min_levels:
+            worst = FAIL
+    if worst == FAIL:
+        return CheckResult(
+            FAIL,
+            f"evidence covers fewer than {min_levels} sequence lengths or "
+            f"concurrency levels: {'; '.join(summaries)}",
+        )
+    return CheckResult(PASS, "; ".join(summaries))
+
+
+@check("fallback-for-precision-or-sparsity")
+def fallback(ctx: Context) -> CheckResult:
+    risky = [
+        i + 1
+        for i, (_, c) in enumerate(ctx.candidates)
+        if precision_lowered(ctx.baseline, c) or sparsity_changed(ctx.baseline, c)
+    ]
+    if not risky:
+        return CheckResult(PASS, "no candidate lowers precision or changes sparsity")
+    has_fallback = bool(ctx.review.rollback.get("fallback"))
+    has_quality = bool(ctx.review.evidence.get("quality"))
+    if has_fallback and has_quality:
+        return CheckResult(
+            PASS,
+            "a fallback path ([rollback].fallback) and quality evidence are recorded",
+            (Evidence("text", "fallback", value=ctx.review.rollback["fallback"]),),
+        )
+    missing = [
+        name
+        for name, ok in (
+            ("a fallback path ([rollback].fallback)", has_fallback),
+            ("quality evidence ([evidence].quality)", has_quality),
+        )
+        if not ok
+    ]
+    return CheckResult(
+        FAIL,
+        f"candidate(s) {', '.join(map(str, risky))} change precision or "
+        f"sparsity without {' or '.join(missing)}",
+    )
+
+
+@check("closure")
+def closure(ctx: Context) -> CheckResult:
+    r = ctx.review
+    missing = [
+        name
+        for name, ok in (
+            ("owner ([owner].name)", r.owner_name),
+            ("rollback boundary ([rollback].boundary)", r.rollback.get("boundary")),
+            ("disproof criteria ([[disproof]])", r.disproof),
+        )
+        if not ok
+    ]
+    if missing:
+        return CheckResult(FAIL, f"the claim has no {', no '.join(missing)}")
+    return CheckResult(
+        PASS,
+        f"owned by {r.owner_name}"
+        + (f" ({r.owner_team})" if r.owner_team else "")
+        + f"; rollback boundary and {len(r.disproof)} disproof "
+        "criteria stated",
+    )
+
+
+# --- SLA, stack, power, risk, rollback, disproof ----------------------------------------------
+
+
+@check("sla-kpi")
+def sla_kpi(ctx: Context) -> CheckResult:
+    targets = ctx.review.sla_targets
+    if not targets:
+        return CheckResult(MISSING, "no [sla] targets: the KPI is not tied to a product SLA")
+    evidence, failures, unmatched = [], [], []
+    for i, (_, cand) in enumerate(ctx.candidates):
+        for t in targets:
+            matched = [w for w in cand["workloads"] if fnmatch.fnmatchcase(w["id"], t.workload)]
+            if not matched:
+                unmatched.append(t.workload)
+            for w in matched:
+                st = w.get("stats")
+                if not st:
+                    failures.append(f"{w['id']} not measured ({w['status']})")
+                    continue
+                throughput = 1 / st["mean_s"]
+                ok_p99 = t.p99_s is None or st["p99_s"] <= t.p99_s
+                ok_tp = t.min_throughput_per_s is None or throughput >= t.min_throughput_per_s
+                evidence.append(
+                    Evidence(
+                        "workload",
+                        f"candidate {i + 1}: p99 {st['p99_s'] * 1e3:.3g} ms"
+                        + (f" (target {t.p99_s * 1e3:.3g} ms)" if t.p99_s is not None else "")
+                        + f", {throughput:.3g} calls/s"
+                        + (
+                            f" (target >= {t.min_throughput_per_s:.3g})"
+                            if t.min_throughput_per_s is not None
+                            else ""
+                        ),
+                        value=w["id"],
+                        reproduce=w["reproduce"],
+                    )
+                )
+                if not (ok_p99 and ok_tp):
+                    failures.append(w["id"])
+    load = f" at {ctx.review.sla_load}" if ctx.review.sla_load else ""
+    if unmatched:
+        return CheckResult(
+            FAIL,
+            f"SLA target(s) {', '.join(sorted(set(unmatched)))} match no measured workload",
+            tuple(evidence),
+        )
+    if failures:
+        return CheckResult(
+            FAIL,
+            f"{len(failures)} workload(s) miss the SLA{load}: {', '.join(failures[:5])}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS,
+        f"every SLA target is met{load} (p99 per call; throughput = 1 / mean "
+        "latency at the run's concurrency)",
+        tuple(evidence),
+    )
+
+
+@check("stack-maturity")
+def stack_maturity(ctx: Context) -> CheckResult:
+    slow_mfu = float(ctx.params.get("slow_path_mfu", 0.1))
+    runs = [("baseline", ctx.baseline)] + [
+        (f"candidate {i + 1}", c) for i, (_, c) in enumerate(ctx.candidates)
+    ]
+    evidence, failed, slow, notes = [], [], [], []
+    for label, doc in runs:
+        env = doc.get("environment", {})
+        versions = {
+            k: env.get(k)
+            for k in ("torch_version", "blas", "onednn", "cuda", "cudnn")
+            if env.get(k)
+        }
+        if "torch_version" not in versions:
+            failed.append(f"{label}: software versions not recorded")
+        evidence.append(
+            Evidence(
+                "text",
+                f"{label} software stack",
+                value=", ".join(f"{k} {v}" for k, v in versions.items()),
+            )
+        )
+        if not doc.get("complete", False):
+            failed.append(f"{label}: run incomplete ({doc.get('interrupted', 'unknown reason')})")
+        for w in doc["workloads"]:
+            if w["status"] != "ok":
+                failed.append(f"{label}: {w['id']} {w['status']}")
+                evidence.append(
+                    Evidence(
+                        "workload",
+                        f"{label}: {w['status']}: {w['reason']}",
+                        value=w["id"],
+                        reproduce=w["reproduce"],
+                    )
+                )
+            elif (
+                w.get("matmul_flops")
+                and w.get("mfu") is not None
+                and w["mfu"] < slow_mfu
+                and w.get("bottleneck") == "overhead-bound"
+            ):
+                slow.append(f"{label}: {w['id']}")
+                evidence.append(
+                    Evidence(
+                        "workload",
+                        f"{label}: possible slow path: MFU {_pct(w['mfu'])} on a "
+                        "matmul-class workload, overhead-bound",
+                        value=w["id"],
+                        reproduce=w["reproduce"],
+                    )
+                )
+            elif w.get("reason"):
+                notes.append(f"{label}: {w['id']}")
+    if failed:
+        return CheckResult(
+            FAIL, f"{len(failed)} problem(s): {'; '.join(failed[:4])}", tuple(evidence)
+        )
+    if slow or notes:
+        parts = []
+        if slow:
+            parts.append(
+                f"{len(slow)} matmul-class workload(s) below {_pct(slow_mfu)} MFU and "
+                f"overhead-bound (a slow path?): {', '.join(slow[:4])}"
+            )
+        if notes:
+            parts.append(f"{len(notes)} workload(s) measured with few samples")
+        return CheckResult(WARN, "; ".join(parts), tuple(evidence))
+    return CheckResult(PASS, "versions recorded; every workload ran normally", tuple(evidence))
+
+
+@check("perf-per-watt")
+def perf_per_watt(ctx: Context) -> CheckResult:
+    files = ctx.review.evidence.get("power", ())
+    if files:
+        return CheckResult(
+            PASS, "power evidence is cited", tuple(ctx.artifact("power evidence", p) for p in files)
+        )
+    return CheckResult(
+        WARN,
+        "perf-per-watt not available: the runs carry no energy measurement "
+        "and [evidence].power is not set; no value is estimated",
+    )
+
+
+@check("risk-map")
+def risk_map(ctx: Context) -> CheckResult:
+    risks = ctx.review.risks
+    if not risks:
+        return CheckResult(MISSING, "no [[risks]] recorded")
+    incomplete = [r.description[:60] for r in risks if not (r.owner and r.mitigation)]
+    evidence = tuple(
+        Evidence(
+            "text",
+            f"risk ({r.level or '?'} impact, {r.likelihood or '?'} "
+            f"likelihood), owner {r.owner or 'NONE'}",
+            value=r.description,
+        )
+        for r in risks
+    )
+    if incomplete:
+        return CheckResult(
+            FAIL,
+            f"{len(incomplete)} risk(s) without an owner or a mitigation: {'; '.join(incomplete)}",
+            evidence,
+        )
+    return CheckResult(PASS, f"{len(risks)} risk(s), each with an owner and a mitigation", evidence)
+
+
+@check("rollback-plan")
+def rollback_plan(ctx: Context) -> CheckResult:
+    rb = ctx.review.rollback
+    if not rb:
+        return CheckResult(MISSING, "no [rollback] table")
+    missing = [k for k in ("boundary", "trigger", "procedure") if not rb.get(k)]
+    evidence = tuple(Evidence("text", k, value=v) for k, v in rb.items() if v)
+    if missing:
+        return CheckResult(FAIL, f"[rollback] lacks {', '.join(missing)}", evidence)
+    return CheckResult(PASS, "rollback boundary, trigger and procedure are stated", evidence)
+
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_RATIO_METRICS = {"median_ratio", "mean_ratio", "p95_ratio", "p99_ratio"}
+
+
+def _metric_values(d: Disproof, comp: Comparison, cand: dict) -> list[tuple[str, float]]:
+    if d.metric in _RATIO_METRICS:
+        return [
+            (w.candidate_id, getattr(w, d.metric))
+            for w in comp.workloads
+            if getattr(w, d.metric) is not None
+            and (
+                fnmatch.fnmatchcase(w.candidate_id, d.workload)
+                or fnmatch.fnmatchcase(w.key, d.workload)
+            )
+        ]
+    out = []
+    for w in cand["workloads"]:
+        if not fnmatch.fnmatchcase(w["id"], d.workload) or not w.get("stats"):
+            continue
+        value = {
+            "mfu": w.get("mfu"),
+            "memory_stall_fraction": (w.get("fractions") or {}).get("memory_stall"),
+            "p50_s": w["stats"]["p50_s"],
+            "p99_s": w["stats"]["p99_s"],
+        }[d.metric]
+        if value is not None:
+            out.append((w["id"], value))
+    return out
+
+
+def evaluate_disproof(d: Disproof, ctx: Context) -> tuple[str, str]:
+    """(`holds` | `disproved` | `not evaluable`, why). The criterion names what disproves."""
+    if not d.machine_checkable:
+        return NOT_EVALUABLE, "stated in words only (no workload, metric, comparison, threshold)"
+    hits, seen = [], 0
+    for comp, (_, cand) in zip(ctx.comparisons, ctx.candidates, strict=True):
+        values = _metric_values(d, comp, cand)
+        seen += len(values)
+        hits += [(wid, v) for wid, v in values if _OPS[d.comparison](v, d.threshold)]
+    if not seen:
+        return NOT_EVALUABLE, f"no measured workload matches {d.workload!r} for {d.metric}"
+    if hits:
+        shown = ", ".join(f"{wid} {d.metric}={v:.4g}" for wid, v in hits[:3])
+        return (
+            DISPROVED,
+            f"{len(hits)} of {seen} workload(s) meet {d.metric} {d.comparison} "
+            f"{d.threshold:g}: {shown}",
+        )
+    return HOLDS, f"none of {seen} workload(s) meets {d.metric} {d.comparison} {d.threshold:g}"
+
+
+@check("disproof-evaluated")
+def disproof_evaluated(ctx: Context) -> CheckResult:
+    criteria = ctx.review.disproof
+    if not criteria:
+        return CheckResult(
+            MISSING, "no [[disproof]] criteria: nothing says what would prove the claim wrong"
+        )
+    results = [(d, *evaluate_disproof(d, ctx)) for d in criteria]
+    evidence = tuple(
+        Evidence("text", f"{status}: {d.statement}", value=why) for d, status, why in results
+    )
+    disproved = [d for d, status, _ in results if status == DISPROVED]
+    if disproved:
+        return CheckResult(
+            FAIL, f"{len(disproved)} disproof criterion(s) met: the claim is disproved", evidence
+        )
+    if all(status == NOT_EVALUABLE for _, status, _ in results):
+        return CheckResult(
+            WARN, "criteria are stated but none could be evaluated against the runs", evidence
+        )
+    return CheckResult(PASS, f"{len(results)} criterion(s) stated; none is met", evidence)
