@@ -248,13 +248,19 @@ def resolve_inside(
     """Resolve a path given in the review file; refuse one that leaves the review's folder."""
     if not relative.strip():
         raise InputError(f"{file}: key {key!r} is an empty path")
-    path = (folder / relative).resolve()
+    try:
+        path = (folder / relative).resolve()
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} is not a usable path ({exc})"
+        ) from exc
     if not allow_outside and not path.is_relative_to(folder):
         raise InputError(
             f"{file}: key {key!r} = {relative!r} leaves the review's folder {folder}; move the "
             "artifact into the folder, or pass --allow-outside"
         )
-    if must_exist and not path.exists():
+    if must_exist and not exists:
         raise InputError(
             f"{file}: key {key!r} = {relative!r} does not exist (looked for {path}); fix the "
             "path, relative to the review file"

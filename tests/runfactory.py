@@ -1,0 +1,125 @@
+"""Synthetic run bundles and review folders for the gate tests, from known distributions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import tomlkit
+
+from reviewkit.analysis import analyse_run
+from reviewkit.bundle import write_run
+
+KNOBS = {
+    "device": "cpu", "device_name": "Test CPU", "dtypes": ["fp32"], "threads": 2,
+    "interop_threads": 2, "compile_mode": "eager", "grad_mode": "inference",
+    "memory_format": "contiguous", "attention_backend": "torch default dispatch",
+    "sparsity": "dense", "quantization": "none", "float32_matmul_precision": "highest",
+    "mkldnn_enabled": True, "seq_sweep": [128, 512], "batch_sweep": [1, 4],
+}  # fmt: skip
+# (name, layer type, params, FLOPs, bytes, median seconds in the baseline)
+WORKLOADS = [
+    ("gemm.toy-ffn-up.b1s128", "gemm", {"batch": 1, "seq": 128}, 6e8, 1e7, 5e-3),
+    ("gemm.toy-ffn-up.b4s512", "gemm", {"batch": 4, "seq": 512}, 9.6e9, 4e7, 8e-2),
+    ("attention.toy-sdpa.b1s128", "attention", {"batch": 1, "seq": 128}, 5e7, 1.5e6, 1e-3),
+    ("attention.toy-sdpa.b4s512", "attention", {"batch": 4, "seq": 512}, 3.2e9, 2.5e7, 3e-2),
+    ("model.toy-decoder.b1s256", "model", {"batch": 1, "seq": 256}, 2.7e10, 2.6e8, 0.25),
+]
+
+
+def samples(median_s: float, n: int = 200, rel_sd: float = 0.02, seed: int = 0) -> list[float]:
+    """Normal samples around a median, clipped positive."""
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.normal(median_s, rel_sd * median_s, n), median_s * 0.5, None).tolist()
+
+
+def make_run(
+    folder: Path,
+    dtype: str = "fp32",
+    speedup: float = 1.0,
+    seed: int = 0,
+    knobs: dict | None = None,
+    only: tuple[str, ...] | None = None,
+    samples_for: dict | None = None,
+    status_for: dict | None = None,
+    complete: bool = True,
+) -> Path:
+    """Write an analysed run bundle: each workload's median is the base median / speedup."""
+    workloads = []
+    for i, (name, layer_type, params, flops, nbytes, median_s) in enumerate(WORKLOADS):
+        if only is not None and name not in only:
+            continue
+        wid = f"{name}.{dtype}"
+        data = (samples_for or {}).get(name) or samples(median_s / speedup, seed=seed * 100 + i)
+        status = (status_for or {}).get(name, "ok")
+        workloads.append({
+            "id": wid, "layer_type": layer_type, "kernel": "test", "source_model": "toy",
+            "dtype": dtype, "status": status,
+            "reason": "" if status == "ok" else "RuntimeError: not implemented for 'Half'",
+            "inputs": [], "params": params, "flops": flops, "matmul_flops": flops,
+            "bytes": nbytes, "definition_hash": "0" * 16,
+            "samples_s": data if status == "ok" else [], "warmup_samples_s": [],
+            "stopped_by": "target", "reproduce": f"reviewkit run --only '{wid}'",
+        })  # fmt: skip
+    doc = {
+        "tool": {"name": "reviewkit", "version": "test"},
+        "complete": complete,
+        "profile": "quick",
+        "suite": {"name": "reviewkit-core", "version": "1.0", "hash": "testhash"},
+        "environment": {"torch_version": "2.13.0+cpu", "blas": "mkl", "os": "Linux"},
+        "knobs": {**KNOBS, "dtypes": [dtype], **(knobs or {})},
+        "ceilings": {
+            "compute": {dtype: {"peak": 2e11, "source": "measured"}},
+            "bandwidth": {"peak": 3e10, "source": "measured"},
+        },
+        "workloads": workloads,
+    }
+    if not complete:
+        doc["interrupted"] = "interrupted by the user (Ctrl-C)"
+    write_run(folder, analyse_run(doc))
+    return folder
+
+
+def complete_review() -> dict:
+    """A review that answers every rubric item: baseline fp32, candidate bf16."""
+    return {
+        "schema_version": 1,
+        "title": "Toy decoder in bf16",
+        "summary": "bf16 is faster because the decoder is **compute-bound**.",
+        "runs": {"baseline": "runs/base", "candidates": ["runs/cand"]},
+        "owner": {"name": "Ada", "team": "Inference"},
+        "reviewers": ["Grace"],
+        "sla": {"load": "single stream", "targets": [
+            {"workload": "model.*", "p99_s": 0.5, "min_throughput_per_s": 2.0}]},
+        "risks": [{"description": "logit drift", "level": "high", "likelihood": "low",
+                   "owner": "Quality team", "mitigation": "top-1 agreement gate"}],
+        "rollback": {"boundary": "decoder dtype", "trigger": "p99 > 0.5 s",
+                     "procedure": "flip the dtype flag", "fallback": "fp32 weights kept"},
+        "disproof": [{"statement": "model not 1.5x faster", "workload": "model.*",
+                      "metric": "median_ratio", "comparison": ">", "threshold": 0.667}],
+        "evidence": {"production_traces": ["evidence/trace.json"],
+                     "long_window": "evidence/soak.json", "quality": "evidence/quality.json",
+                     "power": "evidence/power.json"},
+        "answers": {
+            "senior-question": {"answer": "compute-bound", "evidence": "runs/cand/run.json"},
+            "primary-metric": {"answer": "model p99", "evidence": "runs/cand/run.json"},
+            "representativeness": {"answer": "matches trace", "evidence": "evidence/trace.json"},
+        },
+        "decision": {"status": "proposed", "date": "2026-12-02"},
+    }  # fmt: skip
+
+
+def write_review(
+    folder: Path, review: dict, base_kw: dict | None = None, cand_kw: dict | None = None
+) -> Path:
+    """A self-contained review folder: runs, evidence files and review.toml."""
+    folder.mkdir(parents=True, exist_ok=True)
+    make_run(folder / "runs" / "base", **{"dtype": "fp32", "seed": 0, **(base_kw or {})})
+    make_run(folder / "runs" / "cand", **{"dtype": "bf16", "speedup": 2.5, "seed": 1,
+                                          **(cand_kw or {})})  # fmt: skip
+    (folder / "evidence").mkdir(exist_ok=True)
+    for name in ("trace.json", "soak.json", "quality.json", "power.json"):
+        (folder / "evidence" / name).write_text('{"note": "test artifact"}\n')
+    path = folder / "review.toml"
+    path.write_text(tomlkit.dumps(review))
+    return path
