@@ -46,8 +46,8 @@ def bootstrap_quantiles(
     """Each quantile (numpy's linear interpolation) of each bootstrap resample: (resamples, q).
 
     The data are sorted once, so a resample's order statistic is the value at the matching
-    order statistic of its drawn indices: partitioning small integers instead of gathering
-    floats halves the cost and gives exactly the distribution of the plain bootstrap.
+    order statistic of its drawn indices: sorting small integers instead of gathering floats
+    is cheaper and gives exactly the distribution of the plain bootstrap.
     """
     data = np.sort(np.asarray(values, dtype=float))
     n = data.size
@@ -59,10 +59,12 @@ def bootstrap_quantiles(
     upper = np.minimum(lower + 1, n - 1)
     frac = positions - lower
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n), dtype=np.int32)
-    part = np.partition(idx, sorted(set(lower.tolist()) | set(upper.tolist())), axis=1)
-    low_values = data[part[:, lower]]
-    return low_values + frac * (data[part[:, upper]] - low_values)
+    # Small integers sort fast: numpy's vectorised sort of int16 beat np.partition by 2-3x
+    # here (docs/benchmarks.md), so sort the drawn indices outright.
+    index_type = np.int16 if n <= np.iinfo(np.int16).max else np.int32
+    idx = np.sort(rng.integers(0, n, size=(resamples, n), dtype=index_type), axis=1)
+    low_values = data[idx[:, lower]]
+    return low_values + frac * (data[idx[:, upper]] - low_values)
 
 
 def interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

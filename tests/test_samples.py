@@ -44,3 +44,17 @@ def test_sample_statistics_are_rederived_from_raw_samples(path):
         assert f["compute"] + f["memory_stall"] + f["overhead"] == pytest.approx(1)
     for dtype, layers in doc["layer_types_by_dtype"].items():
         assert sum(a["time_share"] for a in layers.values()) == pytest.approx(1), dtype
+
+
+def test_sample_review_checks_as_its_decision_says():
+    """The sample review is "needs-evidence": fast, mechanism-backed, but no quality evidence."""
+    from reviewkit.gate import run_check
+
+    review = Path(__file__).parents[1] / "samples" / "review-bf16-transformer" / "review.toml"
+    report = run_check(review)
+    status = {f.item.id: f.status for f in report.findings}
+    assert report.review.decision["status"] == "needs-evidence"
+    assert report.verdict == "fail"
+    assert {f.item.id for f in report.red_flags} == {"precision-quality", "long-window", "fallback"}
+    assert status["single-knob"] == status["closure"] == status["sla-kpi"] == "pass"
+    assert [d["status"] for d in report.disproof] == ["holds"] * 3
