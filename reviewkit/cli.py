@@ -214,6 +214,43 @@ def check_cmd(
 
 @app.command()
 @_user_errors
+def packet(
+    review: Path = typer.Argument(..., help="the review file (review.toml)"),
+    out: Path = typer.Option(..., "--out", help="folder for packet.html, packet.pdf, packet.json"),
+    rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
+    no_pdf: bool = typer.Option(False, "--no-pdf", help="write the HTML and JSON only"),
+    allow_outside: bool = typer.Option(
+        False, "--allow-outside", help="allow paths that leave the review's folder"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+) -> None:
+    """Render the review packet: offline HTML with interactive charts, and a paged PDF."""
+    from rich.status import Status
+
+    from reviewkit.packet import write_packet
+
+    with Status("rendering the packet", console=stderr) as status:
+        result = write_packet(
+            review,
+            out,
+            rubric,
+            allow_outside,
+            pdf=not no_pdf,
+            progress=lambda msg: status.update(msg),
+        )
+    if as_json:
+        _emit_json(result.to_json())
+        return
+    console = Console()
+    console.print(f"packet: {result.html}")
+    if result.pdf:
+        console.print(f"pdf:    {result.pdf}")
+    timings = ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in result.timings_s.items())
+    console.print(f"[dim]{timings}[/]")
+
+
+@app.command()
+@_user_errors
 def mfu(
     params: float = typer.Option(..., help="model parameters N"),
     layers: int = typer.Option(..., help="layers L"),

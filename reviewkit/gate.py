@@ -68,6 +68,8 @@ class Report:
     disproof: tuple[dict, ...]
     comparisons: tuple[Comparison, ...]
     warnings: tuple[str, ...]
+    baseline: dict  # the analysed baseline run
+    review_candidates: tuple[tuple[Path, dict], ...]  # (bundle path, analysed run)
 
     @property
     def red_flags(self) -> list[Finding]:
@@ -169,4 +171,13 @@ def run_check(
         for d in review.disproof
         for status, why in [evaluate_disproof(d, ctx)]
     )
-    return Report(review, rubric, tuple(findings), disproof, tuple(comparisons), tuple(warnings))
+    return Report(
+        review,
+        rubric,
+        tuple(findings),
+        disproof,
+        tuple(comparisons),
+        tuple(warnings),
+        baseline,
+        tuple(candidates),
+    )

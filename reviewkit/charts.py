@@ -1,0 +1,857 @@
+"""Turn analysed data into Vega-Lite chart specs (via altair) and convert specs to SVG."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Iterable
+from pathlib import Path
+
+import altair as alt
+
+# vl-convert lays text out with its own font set and WeasyPrint with fontconfig's: DejaVu Sans
+# is on both sides, so the SVG in the PDF measures and draws with the same glyphs.
+FONT = "DejaVu Sans"
+# A4 minus 20 mm margins leaves ~170 mm ≈ 640 px at 96 dpi; 560 px of plot leaves room for the
+# axis labels and legend beside it.
+WIDTH = 560
+HEIGHT = 320
+NO_DATA_HEIGHT = 120  # a visible box for the "no data" message without wasting a page
+# altair 6.3 builds specs against schema v6.4.1; vl-convert 1.9 bundles Vega-Lite 6.4, so
+# conversion and the interactive bundle use the same version the specs were written for.
+VEGALITE_VERSION = "6.4"
+CATEGORY_SCHEME = "tableau10"  # distinguishable under the common colour-vision deficiencies
+GIGA = 1e9  # FLOP/s are shown as GFLOP/s: device rates sit between 1e9 and 1e15
+MILLI = 1e3  # seconds shown as milliseconds: kernel latencies sit between 1e-6 s and 1 s
+# 150 evenly spaced order statistics keep the shape and both ends of a distribution while a
+# 12-workload, 2-run chart stays near 0.2 MB of JSON and quick to draw in the PDF.
+MAX_SAMPLES = 150
+MAX_WORKLOADS = 12
+LABEL_LIMIT = 300  # px: full workload ids (up to ~50 characters at 10 px) instead of "gemm.bert-b…"
+# Okabe-Ito bluish green / vermillion / grey: safe for deuteranopia and protanopia.
+VERDICT_COLOURS = {
+    "faster": "#009E73",
+    "slower": "#D55E00",
+    "no significant difference": "#999999",
+}
+VERDICT_SHAPES = {  # shape repeats the colour so the verdict survives greyscale printing
+    "faster": "triangle-left",
+    "slower": "triangle-right",
+    "no significant difference": "circle",
+}
+# Time components in stack order, with fixed tableau10 colours so every chart reads alike.
+COMPONENTS = (
+    ("compute", "compute", "#4C78A8"),
+    ("memory_stall", "memory stall", "#F58518"),
+    ("overhead", "overhead", "#BAB0AC"),
+)
+PERCENTILE_COLOURS = {"p50": "#000000", "p95": "#6A3D9A", "p99": "#C51B7D"}  # apart in lightness
+CEILING_COLOUR = "#4D4D4D"  # neutral: the colour channel is taken by layer type
+BAR_PX = 14  # one bar per run; thick enough for a 10 px label beside it
+GROUP_GAP_PX = 10  # space between layer-type groups
+RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"
+RISK_CELL_FILL = {0: "#F7F7F7", 1: "#EFEFEF", 2: "#E3E3E3", 3: "#D4D4D4"}  # by severity band
+OWNER_COLOURS = {"owner named": "#0072B2", "no owner": "#D55E00"}  # Okabe-Ito blue/vermillion
+OWNER_SHAPES = {"owner named": "circle", "no owner": "triangle-up"}
+RISK_LABEL_LIMIT_PX = 108  # cell width (560 / 4) less the point and its margin: labels stay in
+FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
+TRADE_PANEL_WIDTH = 200  # two panels side by side fit the A4 width with candidate labels
+TRADE_BAR_PX = 22
+
+
+def _finite(x: object) -> bool:
+    """A real number (numpy scalars included); None, NaN, inf and booleans are not."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _positive(x: object) -> bool:
+    """A number a log axis can show: finite and above zero."""
+    return _finite(x) and x > 0
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    """First-seen order: the caller's order of runs (baseline first) is meaningful."""
+    return list(dict.fromkeys(values))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _title(text: str, notes: list[str] | None = None) -> alt.TitleParams:
+    if notes:
+        return alt.TitleParams(text=text, subtitle=notes)
+    return alt.TitleParams(text=text)
+
+
+def _finish(chart: alt.TopLevelMixin) -> dict:
+    """Apply the shared look and return the plain dict."""
+    configured = (
+        chart.configure(font=FONT)
+        .configure_axis(labelFont=FONT, titleFont=FONT)
+        .configure_legend(labelFont=FONT, titleFont=FONT)
+        .configure_title(font=FONT, subtitleFont=FONT, anchor="start")
+        .configure_header(labelFont=FONT, titleFont=FONT)
+        .configure_text(font=FONT)
+        .configure_range(category={"scheme": CATEGORY_SCHEME})
+    )
+    # altair's own validation costs ~50 ms a chart; tests validate every chart kind instead.
+    return configured.to_dict(validate=False)
+
+
+def _no_data(title: str, notes: list[str] | None = None) -> dict:
+    """A visible "no data" message: an empty plot would read as a rendering failure."""
+    chart = (
+        alt.Chart(alt.Data(values=[{"message": "no data"}]))
+        .mark_text(fontSize=16, color="#555555")
+        .encode(text="message:N")
+        .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=_title(title, notes))
+    )
+    return _finish(chart)
+
+
+# --- roofline --------------------------------------------------------------------------------
+
+
+def _ai_range(xs: list[float]) -> tuple[float, float]:
+    """Whole decades around the points and ridge points, a factor of 2 clear of both ends."""
+    lo = 10.0 ** math.floor(math.log10(min(xs) / 2))
+    hi = 10.0 ** math.ceil(math.log10(max(xs) * 2))
+    return lo, hi
+
+
+def roofline(runs: list[dict]) -> dict:
+    """Log-log roofline: one point per workload, one ceiling line per run and dtype."""
+    title = "Roofline: achieved throughput against arithmetic intensity"
+    points: list[dict] = []
+    ceilings: list[tuple[str, str, float, float | None]] = []  # run, dtype, P, W
+    skipped = 0
+    for run in runs:
+        label = str(run["label"])
+        peaks = run.get("peak_flops_per_s") or {}
+        bandwidth = run.get("peak_bytes_per_s")
+        bandwidth = float(bandwidth) if _positive(bandwidth) else None
+        workloads = sorted(
+            run.get("workloads") or [],
+            key=lambda w: (str(w.get("layer_type")), str(w.get("id")), str(w.get("dtype"))),
+        )
+        for w in workloads:
+            ai, rate = w.get("arithmetic_intensity"), w.get("achieved_flops_per_s")
+            if not (_positive(ai) and _positive(rate)):
+                skipped += 1  # log axes cannot place zero, missing or infinite values
+                continue
+            ai, rate = float(ai), float(rate)
+            dtype = str(w.get("dtype"))
+            peak = peaks.get(dtype)
+            peak = float(peak) if _positive(peak) else None
+            attainable = None
+            if peak is not None:
+                attainable = min(peak, bandwidth * ai) if bandwidth else peak
+            points.append(
+                {
+                    "run": label,
+                    "id": str(w.get("id")),
+                    "layer_type": str(w.get("layer_type")),
+                    "dtype": dtype,
+                    "arithmetic_intensity": ai,
+                    "gflops_per_s": rate / GIGA,
+                    "peak_gflops_per_s": peak / GIGA if peak else None,
+                    "attainable_gflops_per_s": attainable / GIGA if attainable else None,
+                    "mfu": rate / peak if peak else None,
+                    "fraction_of_attainable": rate / attainable if attainable else None,
+                }
+            )
+        # Ceilings only for the dtypes the run measured: a peak table lists more than is used.
+        dtypes = sorted({str(w.get("dtype")) for w in workloads}) or sorted(map(str, peaks))
+        for dtype in dtypes:
+            peak = peaks.get(dtype)
+            if _positive(peak):
+                ceilings.append((label, dtype, float(peak), bandwidth))
+
+    notes = []
+    if skipped:
+        notes.append(
+            f"{_plural(skipped, 'workload')} with zero, missing or infinite FLOP rate or "
+            "intensity not shown (log axes)"
+        )
+    if not points and not ceilings:
+        return _no_data(title, notes)
+
+    ridges = [p / w for _, _, p, w in ceilings if w]
+    xs = [p["arithmetic_intensity"] for p in points] + ridges or [1.0]
+    lo, hi = _ai_range(xs)
+    lines = []
+    for label, dtype, peak, bandwidth in ceilings:
+        name = f"{label} {dtype} ceiling"
+        # min(P, W·AI) is two straight segments on log-log axes: its ends and the ridge suffice.
+        ais = [lo, peak / bandwidth, hi] if bandwidth else [lo, hi]
+        for ai in ais:
+            y = min(peak, bandwidth * ai) if bandwidth else peak
+            lines.append(
+                {
+                    "ceiling": name,
+                    "arithmetic_intensity": ai,
+                    "gflops_per_s": y / GIGA,
+                    "peak_gflops_per_s": peak / GIGA,
+                    "peak_gbytes_per_s": bandwidth / GIGA if bandwidth else None,
+                }
+            )
+
+    x = alt.X(
+        "arithmetic_intensity:Q",
+        title="Arithmetic intensity (FLOP/byte, log scale)",
+        scale=alt.Scale(type="log", domain=[lo, hi]),
+    )
+    y = alt.Y(
+        "gflops_per_s:Q", title="Throughput (GFLOP/s, log scale)", scale=alt.Scale(type="log")
+    )
+    ceiling_names = _unique(line["ceiling"] for line in lines)
+    ceiling_layer = (
+        alt.Chart(alt.Data(values=lines))
+        .mark_line(color=CEILING_COLOUR, strokeWidth=1.5)
+        .encode(
+            x=x,
+            y=y,
+            strokeDash=alt.StrokeDash(
+                "ceiling:N", title="ceiling", scale=alt.Scale(domain=ceiling_names)
+            ),
+            detail="ceiling:N",
+            tooltip=[
+                alt.Tooltip("ceiling:N"),
+                alt.Tooltip("peak_gflops_per_s:Q", title="peak (GFLOP/s)", format=",.4~g"),
+                alt.Tooltip("peak_gbytes_per_s:Q", title="bandwidth (GB/s)", format=",.4~g"),
+            ],
+        )
+    )
+    run_labels = _unique(str(r["label"]) for r in runs)
+    layer_types = sorted({p["layer_type"] for p in points})
+    point_layer = (
+        alt.Chart(alt.Data(values=points))
+        .mark_point(filled=True, size=60, opacity=0.85)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "layer_type:N",
+                title="layer type",
+                scale=alt.Scale(domain=layer_types, scheme=CATEGORY_SCHEME),
+            ),
+            shape=alt.Shape("run:N", title="run", scale=alt.Scale(domain=run_labels)),
+            tooltip=[
+                alt.Tooltip("id:N", title="workload"),
+                alt.Tooltip("run:N"),
+                alt.Tooltip("layer_type:N", title="layer type"),
+                alt.Tooltip("dtype:N"),
+                alt.Tooltip("arithmetic_intensity:Q", title="FLOP/byte", format=",.3~g"),
+                alt.Tooltip("gflops_per_s:Q", title="achieved (GFLOP/s)", format=",.4~g"),
+                alt.Tooltip("peak_gflops_per_s:Q", title="peak (GFLOP/s)", format=",.4~g"),
+                alt.Tooltip(
+                    "attainable_gflops_per_s:Q", title="roofline (GFLOP/s)", format=",.4~g"
+                ),
+                alt.Tooltip("mfu:Q", title="MFU (of peak)", format=".1%"),
+                alt.Tooltip("fraction_of_attainable:Q", title="of roofline", format=".1%"),
+            ],
+        )
+    )
+    chart = alt.layer(ceiling_layer, point_layer).properties(
+        width=WIDTH, height=HEIGHT, title=_title(title, notes)
+    )
+    return _finish(chart)
+
+
+# --- per-layer bars --------------------------------------------------------------------------
+
+
+def _grouped_height(groups: int, per_group: int) -> int:
+    return max(NO_DATA_HEIGHT, groups * (per_group * BAR_PX + GROUP_GAP_PX))
+
+
+def _bars_by_layer(
+    rows: list[dict], field: str, title: str, axis_title: str, what: str, over_note: str = ""
+) -> dict:
+    data, dropped = [], 0
+    for r in rows:
+        value = r.get(field)
+        if not _finite(value):
+            dropped += 1  # a missing value drawn as a zero-length bar would read as 0 %
+            continue
+        data.append({"run": str(r["run"]), "layer_type": str(r["layer_type"]), field: float(value)})
+    notes = [f"{_plural(dropped, 'row')} without a {what} value not shown"] if dropped else []
+    if not data:
+        return _no_data(title, notes)
+    runs = _unique(d["run"] for d in data)
+    layers = sorted({d["layer_type"] for d in data})
+    data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"])))
+    over = sum(1 for d in data if d[field] > 1)
+    if over and over_note:
+        notes.append(f"{_plural(over, 'bar')} above 100 %: {over_note}")
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_bar()
+        .encode(
+            # No fixed domain: values above 100 % must stay visible, not be clipped.
+            x=alt.X(f"{field}:Q", title=axis_title, axis=alt.Axis(format="%")),
+            y=alt.Y("layer_type:N", title="Layer type", sort=layers),
+            yOffset=alt.YOffset("run:N", sort=runs),
+            color=alt.Color(
+                "run:N", title="run", scale=alt.Scale(domain=runs, scheme=CATEGORY_SCHEME)
+            ),
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("layer_type:N", title="layer type"),
+                alt.Tooltip(f"{field}:Q", title=what, format=".1%"),
+            ],
+        )
+        .properties(
+            width=WIDTH,
+            height=_grouped_height(len(layers), len(runs)),
+            title=_title(title, notes),
+        )
+    )
+    return _finish(chart)
+
+
+def mfu_by_layer(rows: list[dict]) -> dict:
+    """Grouped horizontal bars of MFU per layer type, one bar per run."""
+    return _bars_by_layer(
+        rows,
+        "mfu",
+        "MFU by layer type",
+        "MFU (% of peak FLOP/s)",
+        "MFU",
+        # Above the roofline is physically impossible: the count or the peak is wrong.
+        over_note="check the FLOP count or the peak",
+    )
+
+
+def stall_by_layer(rows: list[dict]) -> dict:
+    """Grouped horizontal bars of memory-stall fraction per layer type, one bar per run."""
+    return _bars_by_layer(
+        rows,
+        "memory_stall_fraction",
+        "Memory-stall fraction by layer type",
+        "Memory-stall fraction (% of layer time)",
+        "memory-stall fraction",
+    )
+
+
+def time_decomposition(rows: list[dict]) -> dict:
+    """Stacked bars of compute / memory stall / overhead, a panel per layer type, a bar per run."""
+    title = "Where the time goes, by layer type"
+    data, dropped = [], 0
+    for r in rows:
+        if not all(_finite(r.get(key)) for key, _, _ in COMPONENTS):
+            dropped += 1  # a partial stack would look like a complete one
+            continue
+        for order, (key, name, _) in enumerate(COMPONENTS):
+            data.append(
+                {
+                    "run": str(r["run"]),
+                    "layer_type": str(r["layer_type"]),
+                    "component": name,
+                    "share": float(r[key]),
+                    "order": order,
+                }
+            )
+    notes = [f"{_plural(dropped, 'row')} with a missing share not shown"] if dropped else []
+    if not data:
+        return _no_data(title, notes)
+    runs = _unique(d["run"] for d in data)
+    layers = sorted({d["layer_type"] for d in data})
+    data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"]), d["order"]))
+    names = [name for _, name, _ in COMPONENTS]
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "share:Q",
+                title="Share of layer time (%)",
+                stack="zero",
+                axis=alt.Axis(format="%"),
+            ),
+            y=alt.Y("run:N", title=None, sort=runs),
+            color=alt.Color(
+                "component:N",
+                title="component",
+                scale=alt.Scale(domain=names, range=[c for _, _, c in COMPONENTS]),
+                sort=names,
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("layer_type:N", title="layer type"),
+                alt.Tooltip("component:N"),
+                alt.Tooltip("share:Q", title="share", format=".1%"),
+            ],
+        )
+        .properties(width=WIDTH - 120, height=len(runs) * (BAR_PX + 4))
+        .facet(
+            row=alt.Row(
+                "layer_type:N",
+                title="Layer type",
+                sort=layers,
+                header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=110),
+            ),
+            spacing=6,
+        )
+        .properties(title=_title(title, notes))
+    )
+    return _finish(chart)
+
+
+# --- latency ---------------------------------------------------------------------------------
+
+
+def _thin(samples: list[float], limit: int = MAX_SAMPLES) -> list[float]:
+    """Evenly spaced order statistics, both ends included: same input, same output."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n <= limit:
+        return ordered
+    return [ordered[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
+
+
+def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -> dict:
+    """Strips of latency samples per workload and run (ms, log x) with p50/p95/p99 ticks."""
+    title = "Latency distribution per workload"
+    slowest: dict[str, float] = {}
+    for r in rows:
+        p50 = r.get("p50_s")
+        key = float(p50) if _finite(p50) else -math.inf
+        workload = str(r["workload"])
+        slowest[workload] = max(slowest.get(workload, -math.inf), key)
+    # Slowest by p50 of any run first; the name breaks ties so the choice is stable.
+    workloads = sorted(slowest, key=lambda w: (-slowest[w], w))[:max_workloads]
+    notes = []
+    if len(slowest) > len(workloads):
+        notes.append(f"the {len(workloads)} slowest of {len(slowest)} workloads by p50")
+
+    runs = _unique(str(r["run"]) for r in rows if str(r["workload"]) in workloads)
+    samples, ticks = [], []
+    thinned = dropped = 0
+    chosen = sorted(
+        (r for r in rows if str(r["workload"]) in workloads),
+        key=lambda r: (workloads.index(str(r["workload"])), runs.index(str(r["run"]))),
+    )
+    for r in chosen:
+        run, workload = str(r["run"]), str(r["workload"])
+        raw = r.get("samples_s")
+        raw = [] if raw is None else list(raw)  # may be a numpy array: no truth test
+        usable = [s for s in raw if _positive(s)]
+        dropped += len(raw) - len(usable)
+        kept = _thin(usable)
+        thinned += len(usable) > len(kept)
+        samples += [
+            {"run": run, "workload": workload, "latency_ms": float(s) * MILLI} for s in kept
+        ]
+        for name in PERCENTILE_COLOURS:
+            value = r.get(f"{name}_s")
+            if _positive(value):
+                ticks.append(
+                    {
+                        "run": run,
+                        "workload": workload,
+                        "percentile": name,
+                        "latency_ms": float(value) * MILLI,
+                    }
+                )
+    if thinned:
+        notes.append(
+            f"{MAX_SAMPLES} evenly spaced order statistics shown where a run has more samples"
+        )
+    if dropped:
+        notes.append(f"{_plural(dropped, 'sample')} at or below zero not shown (log axis)")
+    if not samples and not ticks:
+        return _no_data(title, notes)
+
+    x = alt.X("latency_ms:Q", title="Latency (ms, log scale)", scale=alt.Scale(type="log"))
+    # No axis title: the ids name themselves, and a title would crowd the long labels.
+    y = alt.Y("workload:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    y_offset = alt.YOffset("run:N", sort=runs)
+    strip = (
+        alt.Chart(alt.Data(values=samples))
+        .mark_circle(size=14, opacity=0.35)
+        .encode(
+            x=x,
+            y=y,
+            yOffset=y_offset,
+            color=alt.Color(
+                "run:N",
+                title="run",
+                scale=alt.Scale(domain=runs, scheme=CATEGORY_SCHEME),
+                legend=alt.Legend(symbolOpacity=1),  # the faint sample dots make a pale key
+            ),
+        )
+    )
+    names = list(PERCENTILE_COLOURS)
+    tick_layer = (
+        alt.Chart(alt.Data(values=ticks))
+        .mark_tick(thickness=2, size=BAR_PX)
+        .encode(
+            x=x,
+            y=y,
+            yOffset=y_offset,
+            color=alt.Color(
+                "percentile:N",
+                title="percentile",
+                scale=alt.Scale(domain=names, range=list(PERCENTILE_COLOURS.values())),
+            ),
+            tooltip=[
+                alt.Tooltip("workload:N"),
+                alt.Tooltip("run:N"),
+                alt.Tooltip("percentile:N"),
+                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.4~g"),
+            ],
+        )
+    )
+    chart = (
+        alt.layer(strip, tick_layer)
+        .resolve_scale(color="independent")
+        .properties(
+            width=WIDTH,
+            height=_grouped_height(len(workloads), len(runs)),
+            title=_title(title, notes),
+        )
+    )
+    return _finish(chart)
+
+
+# --- forest ----------------------------------------------------------------------------------
+
+
+def forest(rows: list[dict], *, item: str = "workload") -> dict:
+    """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types."""
+    title = f"Median latency ratio per {item}, candidate / baseline"
+    points, dropped = [], 0
+    for r in rows:
+        ratio = r.get("ratio")
+        if not _positive(ratio):
+            dropped += 1
+            continue
+        verdict = r.get("verdict")
+        if verdict not in VERDICT_COLOURS:
+            raise ValueError(f"forest: unknown verdict {verdict!r} for {r.get('workload')!r}")
+        low, high = r.get("low"), r.get("high")
+        interval = _positive(low) and _positive(high)
+        points.append(
+            {
+                "workload": str(r["workload"]),
+                "ratio": float(ratio),
+                "low": float(low) if interval else None,
+                "high": float(high) if interval else None,
+                "verdict": verdict,
+            }
+        )
+    notes = [f"{_plural(dropped, item)} without a positive ratio not shown"] if dropped else []
+    if not points:
+        return _no_data(title, notes)
+    points.sort(key=lambda p: (p["ratio"], p["workload"]))
+    order = _unique(p["workload"] for p in points)
+    intervals = [p for p in points if p["low"] is not None]
+
+    # Log "nice" rounds out to whole decades, which squeezes ratios near 1 into a sliver: pad
+    # the data (and the rule at 1) by 10 % either side instead.
+    ends = (
+        [1.0] + [p["ratio"] for p in points] + [v for p in intervals for v in (p["low"], p["high"])]
+    )
+    x_scale = alt.Scale(
+        type="log", domain=[min(ends) / FOREST_PAD, max(ends) * FOREST_PAD], nice=False
+    )
+    x_title = "Ratio of medians, candidate / baseline (log scale; below 1 is faster)"
+    y = alt.Y("workload:N", title=None, sort=order, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    verdicts = list(VERDICT_COLOURS)
+    colour_scale = alt.Scale(domain=verdicts, range=list(VERDICT_COLOURS.values()))
+    one = (
+        alt.Chart(alt.Data(values=[{"ratio": 1.0}]))
+        .mark_rule(color="#333333", strokeDash=[4, 3])
+        .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale))
+    )
+    bars = (
+        alt.Chart(alt.Data(values=intervals))
+        .mark_rule(strokeWidth=1.5)
+        .encode(
+            x=alt.X("low:Q", title=x_title, scale=x_scale),
+            x2="high:Q",
+            y=y,
+            color=alt.Color("verdict:N", legend=None, scale=colour_scale),
+        )
+    )
+    dots = (
+        alt.Chart(alt.Data(values=points))
+        .mark_point(filled=True, size=70, opacity=1)
+        .encode(
+            x=alt.X("ratio:Q", title=x_title, scale=x_scale),
+            y=y,
+            color=alt.Color("verdict:N", title="verdict", scale=colour_scale),
+            shape=alt.Shape(
+                "verdict:N",
+                title="verdict",
+                scale=alt.Scale(domain=verdicts, range=list(VERDICT_SHAPES.values())),
+            ),
+            tooltip=[
+                alt.Tooltip("workload:N", title=item),
+                alt.Tooltip("ratio:Q", format=".3f"),
+                alt.Tooltip("low:Q", title="95% low", format=".3f"),
+                alt.Tooltip("high:Q", title="95% high", format=".3f"),
+                alt.Tooltip("verdict:N"),
+            ],
+        )
+    )
+    chart = alt.layer(one, bars, dots).properties(
+        width=WIDTH,
+        height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 8)),
+        title=_title(title, notes),
+    )
+    return _finish(chart)
+
+
+# --- risk map --------------------------------------------------------------------------------
+
+
+def _risk_index(value: object, what: str, description: str) -> int:
+    text = str(value or "").strip().lower()
+    if text in ("", "unrated"):
+        return 0
+    if text not in RISK_LEVELS:
+        raise ValueError(f"risk_map: {what} {value!r} of {description!r} is not low/medium/high")
+    return RISK_LEVELS.index(text)
+
+
+def risk_map(risks: list[dict]) -> dict:
+    """Likelihood x impact grid, one labelled point per risk, coloured by owner presence."""
+    title = "Risk map: likelihood against impact"
+    if not risks:
+        return _no_data(title)
+    cells: dict[tuple[int, int], list[int]] = {}
+    placed = []
+    for i, r in enumerate(risks):
+        description = str(r.get("description") or "").strip() or f"risk {i + 1}"
+        col = _risk_index(r.get("likelihood"), "likelihood", description)
+        row = _risk_index(r.get("level"), "level", description)
+        cells.setdefault((col, row), []).append(i)
+        owner = str(r.get("owner") or "").strip()
+        placed.append((i, description, col, row, owner))
+    points = []
+    for i, description, col, row, owner in placed:
+        members = cells[(col, row)]
+        k, m = members.index(i), len(members)
+        points.append(
+            {
+                "description": description,
+                "likelihood": RISK_LEVELS[col],
+                "level": RISK_LEVELS[row],
+                "owner": owner or "none",
+                "owner_status": "owner named" if owner else "no owner",
+                # Left of the cell centre so the label fits to the right; risks sharing a cell
+                # are spread top to bottom in input order (deterministic jitter).
+                "x": col - 0.38,
+                "y": row + 0.4 - (k + 0.5) * 0.8 / m,
+            }
+        )
+    grid = [
+        {
+            "x": col - 0.5,
+            "x2": col + 0.5,
+            "y": row - 0.5,
+            "y2": row + 0.5,
+            # Severity band: likelihood x impact of the rated cells, 0 for an unrated axis.
+            "fill": RISK_CELL_FILL[min(3, math.ceil(col * row / 3))],
+        }
+        for col in range(len(RISK_LEVELS))
+        for row in range(len(RISK_LEVELS))
+    ]
+    ticks = list(range(len(RISK_LEVELS)))
+    label_expr = f"{json.dumps(list(RISK_LEVELS))}[datum.value]"
+    domain = [-0.5, len(RISK_LEVELS) - 0.5]
+    x = alt.X(
+        "x:Q",
+        title="Likelihood",
+        scale=alt.Scale(domain=domain, nice=False, zero=False),
+        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
+    )
+    y = alt.Y(
+        "y:Q",
+        title="Impact (level)",
+        scale=alt.Scale(domain=domain, nice=False, zero=False),
+        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
+    )
+    background = (
+        alt.Chart(alt.Data(values=grid))
+        .mark_rect(stroke="#FFFFFF", strokeWidth=2)
+        .encode(x=x, x2="x2:Q", y=y, y2="y2:Q", fill=alt.Fill("fill:N", scale=None))
+    )
+    statuses = list(OWNER_COLOURS)
+    marks = (
+        alt.Chart(alt.Data(values=points))
+        .mark_point(filled=True, size=60, opacity=1)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "owner_status:N",
+                title="owner",
+                scale=alt.Scale(domain=statuses, range=list(OWNER_COLOURS.values())),
+            ),
+            shape=alt.Shape(
+                "owner_status:N",
+                title="owner",
+                scale=alt.Scale(domain=statuses, range=list(OWNER_SHAPES.values())),
+            ),
+            tooltip=[
+                alt.Tooltip("description:N", title="risk"),
+                alt.Tooltip("likelihood:N"),
+                alt.Tooltip("level:N", title="impact"),
+                alt.Tooltip("owner:N"),
+            ],
+        )
+    )
+    labels = (
+        alt.Chart(alt.Data(values=points))
+        .mark_text(align="left", baseline="middle", dx=7, fontSize=10, limit=RISK_LABEL_LIMIT_PX)
+        .encode(x=x, y=y, text="description:N")
+    )
+    chart = alt.layer(background, marks, labels).properties(
+        width=WIDTH, height=HEIGHT + 80, title=_title(title)
+    )
+    return _finish(chart)
+
+
+# --- trade view ------------------------------------------------------------------------------
+
+# key, panel name, axis title, better direction, scale to display units, fixed domain
+TRADE_DIMENSIONS = (
+    ("throughput_per_s", "Throughput", "Throughput (per s)", "higher is better", 1.0, None),
+    ("latency_p99_s", "p99 latency", "p99 latency (ms)", "lower is better", MILLI, None),
+    ("energy_j_per_call", "Energy", "Energy (J per call)", "lower is better", 1.0, None),
+    ("engineering_risk", "Engineering risk", "Risk (0-1)", "lower is better", 1.0, (0.0, 1.0)),
+)
+
+
+def trade_view(rows: list[dict]) -> dict:
+    """Four panels (throughput, p99, energy, risk) of bars per candidate; gaps said in words."""
+    title = "Platform trade view"
+    if not rows:
+        return _no_data(title)
+    candidates = _unique(str(r["candidate"]) for r in rows)
+    panels = []
+    for key, name, axis_title, better, scale, fixed in TRADE_DIMENSIONS:
+        bars, missing = [], []
+        for r in rows:
+            value = r.get(key)
+            if _finite(value):
+                bars.append({"candidate": str(r["candidate"]), "value": float(value) * scale})
+            else:
+                # A missing measurement drawn as 0 would win every "lower is better" panel.
+                missing.append({"candidate": str(r["candidate"]), "label": "not available"})
+        domain = None
+        if fixed:
+            top = max([fixed[1]] + [b["value"] for b in bars])
+            domain = [fixed[0], top]
+        x = alt.X(
+            "value:Q",
+            title=axis_title,
+            scale=alt.Scale(domain=domain) if domain else alt.Undefined,
+        )
+        y = alt.Y("candidate:N", title="Candidate", sort=candidates)
+        bar_layer = (
+            alt.Chart(alt.Data(values=bars))
+            .mark_bar(color="#4C78A8")
+            .encode(
+                x=x,
+                y=y,
+                tooltip=[
+                    alt.Tooltip("candidate:N"),
+                    alt.Tooltip("value:Q", title=axis_title, format=",.4~g"),
+                ],
+            )
+        )
+        text_layer = (
+            alt.Chart(alt.Data(values=missing))
+            .mark_text(align="left", baseline="middle", fontStyle="italic", color="#555555")
+            .encode(x=alt.value(4), y=y, text="label:N")
+        )
+        panels.append(
+            alt.layer(bar_layer, text_layer).properties(
+                width=TRADE_PANEL_WIDTH,
+                height=max(60, len(candidates) * TRADE_BAR_PX),
+                title=f"{name}: {better}",
+            )
+        )
+    chart = alt.concat(*panels, columns=2, spacing=24).properties(title=_title(title))
+    return _finish(chart)
+
+
+# --- conversion and validation ---------------------------------------------------------------
+
+_SVG_CACHE: dict[str, str] = {}
+
+
+def _spec_key(spec: dict) -> str:
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def to_svg(spec: dict) -> str:
+    """The spec as an SVG string; cached per spec because vl-convert is the slow step."""
+    key = _spec_key(spec)
+    svg = _SVG_CACHE.get(key)
+    if svg is None:
+        import vl_convert
+
+        # Serial on purpose (see the engineering notes: threads crash V8, forks hang), and
+        # no base URL is allowed so an external data reference fails instead of drawing empty.
+        svg = vl_convert.vegalite_to_svg(spec, vl_version=VEGALITE_VERSION, allowed_base_urls=[])
+        _SVG_CACHE[key] = svg
+    return svg
+
+
+@functools.cache
+def javascript_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one classic script defining window.vegaEmbed.
+
+    Bundling takes ~1.4 s and depends only on the versions, so the result is kept in the user's
+    cache folder (XDG_CACHE_HOME), keyed by vl-convert and Vega-Lite versions.
+    """
+    import os
+
+    import vl_convert
+
+    cache_root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    version = getattr(vl_convert, "__version__", "unknown")
+    cached = cache_root / "reviewkit" / f"vega-bundle-vlc{version}-vl{VEGALITE_VERSION}.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_VERSION)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(bundle, encoding="utf-8")
+        tmp.replace(cached)
+    except OSError:
+        pass  # a read-only home still renders, just without the cache
+    return bundle
+
+
+@functools.cache
+def _validator():
+    import jsonschema
+    from altair.vegalite.v6.schema import load_schema
+
+    schema = load_schema()  # the vega-lite-schema.json altair ships and builds specs from
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def validate(spec: dict) -> None:
+    """Raise ValueError if the spec does not satisfy altair's bundled Vega-Lite schema."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(spec))
+    if error is not None:
+        raise ValueError(f"invalid Vega-Lite spec at {error.json_path}: {error.message}")

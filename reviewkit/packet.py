@@ -1,0 +1,748 @@
+"""Build the review packet: one model of every value shown, rendered to HTML and PDF, atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewkit import __version__
+from reviewkit.checks import PASS, STATUS_ORDER
+from reviewkit.errors import InputError, ReviewkitError
+from reviewkit.gate import Report, run_check
+
+PACKET_SCHEMA_VERSION = 1
+TEMPLATES = Path(__file__).resolve().parent.parent / "report_templates"
+STYLESHEETS = ("packet.css", "screen.css", "print.css")
+SCRIPTS = ("packet.js",)
+VEGA_BUNDLE = "vega-bundle.js"
+# The PDF keeps the tables a meeting reads; the full per-workload data travels as the
+# embedded run.json files (WeasyPrint takes ~8 s for a 2,000-row table).
+PDF_MAX_WORKLOAD_ROWS = 120
+LATENCY_CHART_WORKLOADS = 12
+MARKDOWN_TAGS = {
+    "p",
+    "br",
+    "hr",
+    "em",
+    "strong",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "del",
+    "sup",
+    "sub",
+}
+
+Progress = Callable[[str], None]
+
+
+class PacketError(ReviewkitError):
+    """The packet could not be rendered (a template, chart or PDF step failed)."""
+
+
+# --- markdown, sanitised -----------------------------------------------------------------------
+
+
+def markdown_html(text: str) -> str:
+    """Markdown to HTML with no raw HTML, no script, and no URL that leaves the machine.
+
+    Raw HTML in the input is dropped by the sanitiser (ammonia via nh3); links keep only
+    relative targets, so `javascript:`, `data:` and off-machine `https:` hrefs lose their href
+    and stay as text.
+    """
+    import markdown
+    import nh3
+
+    html = markdown.markdown(text or "", extensions=["tables", "fenced_code"])
+    return nh3.clean(
+        html,
+        tags=MARKDOWN_TAGS,
+        attributes={"a": {"href", "title"}, "th": {"align"}, "td": {"align"}},
+        url_schemes=set(),
+        link_rel="noopener noreferrer",
+    )
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+
+def _run_label(i: int, n: int) -> str:
+    return "candidate" if n == 1 else f"candidate {i + 1}"
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
+    by_id = {w["id"]: w for w in cand["workloads"]}
+    base_by_id = {w["id"]: w for w in baseline["workloads"]}
+    rows = []
+    for c in comparison.workloads:
+        cw, bw = by_id.get(c.candidate_id, {}), base_by_id.get(c.baseline_id, {})
+        bs, cs = bw.get("stats") or {}, cw.get("stats") or {}
+        rows.append(
+            {
+                "key": c.key,
+                "layer_type": c.layer_type,
+                "candidate_id": c.candidate_id,
+                "baseline_id": c.baseline_id,
+                "baseline_p50_ms": _ms(bs.get("p50_s")),
+                "candidate_p50_ms": _ms(cs.get("p50_s")),
+                "baseline_p95_ms": _ms(bs.get("p95_s")),
+                "candidate_p95_ms": _ms(cs.get("p95_s")),
+                "baseline_p99_ms": _ms(bs.get("p99_s")),
+                "candidate_p99_ms": _ms(cs.get("p99_s")),
+                "median_ratio": c.median_ratio,
+                "median_ratio_ci": c.median_ratio_ci,
+                "p99_ratio": c.p99_ratio,
+                "p99_ratio_ci": c.p99_ratio_ci,
+                "verdict": c.verdict,
+                "p99_verdict": c.p99_verdict,
+                "reason": c.reason,
+                "baseline_mfu": c.mfu_baseline,
+                "candidate_mfu": c.mfu_candidate,
+                "memory_stall_delta": c.memory_stall_delta,
+                "baseline_bottleneck": c.bottleneck_baseline,
+                "candidate_bottleneck": c.bottleneck_candidate,
+                "flags": cw.get("flags") or [],
+                "reproduce": cw.get("reproduce", ""),
+            }
+        )
+    return rows
+
+
+def _layer_rows(label: str, doc: dict) -> list[dict]:
+    by_dtype = doc.get("layer_types_by_dtype") or {}
+    rows = []
+    for dtype in sorted(by_dtype):
+        for layer_type, a in by_dtype[dtype].items():
+            rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a})
+    return rows
+
+
+def _headline(report: Report) -> dict:
+    """The one primary metric trend: the end-to-end model's latency if measured, else the
+    layer type with the largest time share."""
+    comp = report.comparisons[0]
+    cand = report.review.candidates[0]
+    models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
+    answer = report.review.answers.get("primary-metric")
+    out = {"answer": answer.answer if answer else "", "candidate_run": report.review.relative(cand)}
+    if models:
+        w = models[0]
+        out.update(
+            kind="workload",
+            label=f"median latency of {w.key}",
+            ratio=w.median_ratio,
+            ci=w.median_ratio_ci,
+            verdict=w.verdict,
+            p99_ratio=w.p99_ratio,
+        )
+    elif comp.layer_types:
+        layer = max(comp.layer_types, key=lambda x: x.workloads)
+        out.update(
+            kind="layer",
+            label=f"summed median time of {layer.layer_type}",
+            ratio=layer.time_ratio,
+            ci=layer.time_ratio_ci,
+            verdict=layer.verdict,
+            p99_ratio=None,
+        )
+    return out
+
+
+def _slices(report: Report) -> list[dict]:
+    """The reproducible workload slices the claim cites: model, SLA and disproof workloads."""
+    import fnmatch
+
+    globs = ["model.*"] + [t.workload for t in report.review.sla_targets]
+    globs += [d.workload for d in report.review.disproof if d.workload]
+    out, seen = [], set()
+    for i, (path, cand) in enumerate(report.review_candidates):
+        comp = report.comparisons[i]
+        changed = {k.knob: k.candidate for k in comp.knob_changes}
+        for w in cand["workloads"]:
+            key = w["id"]
+            if key in seen or not any(fnmatch.fnmatchcase(key, g) for g in globs):
+                continue
+            seen.add(key)
+            out.append(
+                {
+                    "run": report.review.relative(path),
+                    "workload": key,
+                    "suite_hash": cand["suite"].get("hash"),
+                    "knobs": changed,
+                    "reproduce": w.get("reproduce", ""),
+                }
+            )
+    return out
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _artifacts(report: Report) -> list[dict]:
+    r = report.review
+    files = [("review file", r.path), ("baseline run", _run_file(r.baseline))]
+    files += [
+        (f"{_run_label(i, len(r.candidates))} run", _run_file(p))
+        for i, p in enumerate(r.candidates)
+    ]
+    for kind in sorted(r.evidence):
+        files += [(f"evidence: {kind}", p) for p in r.evidence[kind]]
+    for item_id in sorted(r.answers):
+        a = r.answers[item_id]
+        if a.evidence_path is not None and a.evidence_path.is_file():
+            files.append((f"answer evidence: {item_id}", a.evidence_path))
+    out, seen = [], set()
+    for label, path in files:
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        out.append(
+            {
+                "label": label,
+                "path": r.relative(path),
+                "bytes": path.stat().st_size,
+                "sha256": _sha256(path),
+            }
+        )
+    return out
+
+
+def _run_file(path: Path) -> Path:
+    return path / "run.json" if path.is_dir() else path
+
+
+def _environment(label: str, doc: dict) -> dict:
+    env, knobs = doc.get("environment", {}), doc.get("knobs", {})
+    keys = (
+        "host",
+        "os",
+        "cpu_model",
+        "cpu_logical_cores",
+        "python",
+        "torch_version",
+        "blas",
+        "mkl",
+        "onednn",
+        "cpu_capability",
+        "cuda",
+        "cudnn",
+        "device_name",
+        "driver",
+        "git_commit",
+    )
+    return {
+        "run": label,
+        "facts": [(k, str(env[k])) for k in keys if env.get(k) not in (None, "")],
+        "knobs": [
+            (k, json.dumps(v) if isinstance(v, list | dict) else str(v)) for k, v in knobs.items()
+        ],
+        "suite": doc.get("suite", {}),
+        "profile": doc.get("profile"),
+        "complete": doc.get("complete"),
+        "command": doc.get("command"),
+    }
+
+
+def build_model(report: Report) -> dict:
+    """Every value the templates show, JSON-serialisable and in a stable order."""
+    from reviewkit import charts
+
+    r = report.review
+    n = len(r.candidates)
+    base = report.baseline
+    runs = [("baseline", base)] + [
+        (_run_label(i, n), d) for i, (_, d) in enumerate(report.review_candidates)
+    ]
+    findings = [f.to_json() for f in report.findings]
+    red_flags = [f.to_json() for f in report.red_flags]
+    workload_rows = [
+        {"candidate": _run_label(i, n), "rows": _workload_rows(base, d, report.comparisons[i])}
+        for i, (_, d) in enumerate(report.review_candidates)
+    ]
+    layer_rows = [row for label, doc in runs for row in _layer_rows(label, doc)]
+    bottlenecks = []
+    for i, comp in enumerate(report.comparisons):
+        for layer in comp.layer_types:
+            bottlenecks.append(
+                {
+                    "candidate": _run_label(i, n),
+                    "layer_type": layer.layer_type,
+                    "baseline": layer.bottleneck_baseline,
+                    "candidate_class": layer.bottleneck_candidate,
+                    "mfu_baseline": layer.mfu_baseline,
+                    "mfu_candidate": layer.mfu_candidate,
+                    "stall_baseline": layer.memory_stall_baseline,
+                    "stall_candidate": layer.memory_stall_candidate,
+                    "time_ratio": layer.time_ratio,
+                    "time_ratio_ci": layer.time_ratio_ci,
+                    "verdict": layer.verdict,
+                }
+            )
+    bottleneck_finding = next((f for f in findings if f["check"] == "bottleneck-per-layer"), None)
+    manual = [f for f in findings if f["check"] == "manual"]
+    questions = []
+    for f in sorted(manual, key=lambda f: f["id"] != "senior-question"):
+        a = r.answers.get(f["id"])
+        questions.append(
+            {
+                "id": f["id"],
+                "title": f["title"],
+                "question": f["question"],
+                "status": f["status"],
+                "answer": a.answer if a else "",
+                "evidence": a.evidence if a else "",
+            }
+        )
+    model = {
+        "schema_version": PACKET_SCHEMA_VERSION,
+        "kind": "reviewkit.packet",
+        "generator": f"reviewkit {__version__}",
+        "generated": _generated(),
+        "title": r.title,
+        "summary_html": markdown_html(r.summary),
+        "decision": {k: str(v) for k, v in sorted(r.decision.items())},
+        "owner": {"name": r.owner_name, "team": r.owner_team},
+        "reviewers": list(r.reviewers),
+        "rubric": {"name": report.rubric.name, "version": report.rubric.version},
+        "gate": {
+            "verdict": report.verdict,
+            "blocking": [f.item.id for f in report.findings if f.blocks],
+            "red_flags": len(red_flags),
+            "counts": {
+                s: sum(f["status"] == s for f in findings)
+                for s in sorted(STATUS_ORDER, key=STATUS_ORDER.get)
+            },
+        },
+        "headline": _headline(report),
+        "runs": {
+            "baseline": r.relative(r.baseline),
+            "candidates": [r.relative(p) for p in r.candidates],
+        },
+        "slices": _slices(report),
+        "knob_diffs": [
+            {
+                "candidate": _run_label(i, n),
+                "changes": [
+                    {
+                        "knob": k.knob,
+                        "baseline": json.dumps(k.baseline),
+                        "candidate": json.dumps(k.candidate),
+                    }
+                    for k in c.knob_changes
+                ],
+                "paired_by": c.paired_by,
+                "warnings": list(c.warnings),
+            }
+            for i, c in enumerate(report.comparisons)
+        ],
+        "bottlenecks": bottlenecks,
+        "bottleneck_evidence": bottleneck_finding["evidence"] if bottleneck_finding else [],
+        "layers": layer_rows,
+        "workloads": workload_rows,
+        "pdf_max_workload_rows": PDF_MAX_WORKLOAD_ROWS,
+        "red_flags": red_flags,
+        "findings": findings,
+        "sla": {
+            "load": r.sla_load,
+            "targets": [
+                {
+                    "workload": t.workload,
+                    "p99_ms": _ms(t.p99_s),
+                    "min_throughput_per_s": t.min_throughput_per_s,
+                    "note": t.note,
+                }
+                for t in r.sla_targets
+            ],
+        },
+        "risks": [
+            {
+                "description": k.description,
+                "level": k.level,
+                "likelihood": k.likelihood,
+                "owner": k.owner,
+                "mitigation": k.mitigation,
+            }
+            for k in r.risks
+        ],
+        "rollback": {
+            k: r.rollback.get(k, "") for k in ("boundary", "trigger", "procedure", "fallback")
+        },
+        "disproof": list(report.disproof),
+        "questions": questions,
+        "environment": [_environment(label, doc) for label, doc in runs],
+        "artifacts": _artifacts(report),
+        "warnings": list(report.warnings),
+    }
+    model["charts"] = _charts(report, runs, layer_rows, charts)
+    return model
+
+
+def _charts(report: Report, runs: list[tuple[str, dict]], layer_rows: list[dict], charts) -> dict:
+    roofline_runs = []
+    for label, doc in runs:
+        ceilings = doc.get("ceilings") or {}
+        roofline_runs.append(
+            {
+                "label": label,
+                "peak_flops_per_s": {
+                    d: c["peak"]
+                    for d, c in (ceilings.get("compute") or {}).items()
+                    if c.get("peak")
+                },
+                "peak_bytes_per_s": (ceilings.get("bandwidth") or {}).get("peak") or 0.0,
+                "workloads": [
+                    {
+                        k: w.get(k)
+                        for k in (
+                            "id",
+                            "layer_type",
+                            "dtype",
+                            "arithmetic_intensity",
+                            "achieved_flops_per_s",
+                        )
+                    }
+                    for w in doc["workloads"]
+                    if w.get("achieved_flops_per_s")
+                ],
+            }
+        )
+    layer_chart_rows = [
+        {
+            "run": f"{row['run']} {row['dtype']}",
+            "layer_type": row["layer_type"],
+            "mfu": row["mfu"],
+            "memory_stall_fraction": row["memory_stall_fraction"],
+        }
+        for row in layer_rows
+    ]
+    decomposition = [
+        {
+            "run": f"{row['run']} {row['dtype']}",
+            "layer_type": row["layer_type"],
+            "compute": row["compute_fraction"],
+            "memory_stall": row["memory_stall_fraction"],
+            "overhead": row["overhead_fraction"],
+        }
+        for row in layer_rows
+    ]
+    latency = []
+    for label, doc in runs:
+        for w in doc["workloads"]:
+            if w.get("stats"):
+                latency.append(
+                    {
+                        "run": label,
+                        "workload": _slice(w),
+                        "samples_s": w["samples_s"],
+                        "p50_s": w["stats"]["p50_s"],
+                        "p95_s": w["stats"]["p95_s"],
+                        "p99_s": w["stats"]["p99_s"],
+                    }
+                )
+    forest_layers, forest_workloads = [], []
+    multi = len(report.comparisons) > 1
+    for i, comp in enumerate(report.comparisons):
+        prefix = f"{_run_label(i, len(report.comparisons))}: " if multi else ""
+        forest_layers += [
+            {
+                "workload": prefix + x.layer_type,
+                "ratio": x.time_ratio,
+                "low": x.time_ratio_ci[0],
+                "high": x.time_ratio_ci[1],
+                "verdict": x.verdict,
+            }
+            for x in comp.layer_types
+        ]
+        forest_workloads += [
+            {
+                "workload": prefix + w.key,
+                "ratio": w.median_ratio,
+                "low": w.median_ratio_ci[0],
+                "high": w.median_ratio_ci[1],
+                "verdict": w.verdict,
+            }
+            for w in comp.workloads
+            if w.median_ratio is not None
+        ]
+    specs = {
+        "roofline": charts.roofline(roofline_runs),
+        "mfu_by_layer": charts.mfu_by_layer(layer_chart_rows),
+        "stall_by_layer": charts.stall_by_layer(layer_chart_rows),
+        "time_decomposition": charts.time_decomposition(decomposition),
+        "latency": charts.latency_distribution(latency, LATENCY_CHART_WORKLOADS),
+        "forest_layers": charts.forest(forest_layers, item="layer type"),
+        "forest_workloads": charts.forest(forest_workloads),
+        "risk_map": charts.risk_map(
+            [
+                {
+                    "description": k.description,
+                    "level": k.level,
+                    "likelihood": k.likelihood,
+                    "owner": k.owner,
+                }
+                for k in report.review.risks
+            ]
+        ),
+    }
+    if len(report.comparisons) > 1:
+        specs["trade_view"] = charts.trade_view(_trade_rows(report))
+    return specs
+
+
+def _slice(w: dict) -> str:
+    from reviewkit.compare import slice_key
+
+    return slice_key(w)
+
+
+def _trade_rows(report: Report) -> list[dict]:
+    """Throughput and p99 of the end-to-end model per candidate; energy only if measured;
+    engineering risk from the rubric's findings (share of non-passing blocking and major items)."""
+    rows = []
+    weights = {"blocking": 1.0, "major": 0.5, "minor": 0.0}
+    total = sum(weights[f.item.severity] for f in report.findings) or 1.0
+    risk = sum(weights[f.item.severity] for f in report.findings if f.status != PASS) / total
+    for i, (_, doc) in enumerate(report.review_candidates):
+        model = next(
+            (w for w in doc["workloads"] if w["layer_type"] == "model" and w.get("stats")), None
+        )
+        rows.append(
+            {
+                "candidate": _run_label(i, len(report.comparisons)),
+                "throughput_per_s": 1 / model["stats"]["mean_s"] if model else None,
+                "latency_p99_s": model["stats"]["p99_s"] if model else None,
+                "energy_j_per_call": None,  # no power counter recorded in the runs
+                "engineering_risk": risk,
+            }
+        )
+    return rows
+
+
+def _generated() -> str | None:
+    """Wall-clock time only when SOURCE_DATE_EPOCH asks for it: same inputs, same bytes."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if not epoch:
+        return None
+    try:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(epoch)))
+    except ValueError as exc:
+        raise InputError(f"SOURCE_DATE_EPOCH={epoch!r}: expected an integer") from exc
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _environment_jinja():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["pct"] = lambda x, d=1: "—" if x is None else f"{100 * x:.{d}f}%"
+    env.filters["num"] = lambda x, d=3: "—" if x is None else f"{x:.{d}g}"
+    env.filters["ms"] = lambda x: "—" if x is None else (f"{x:.3g}" if x < 1000 else f"{x:,.0f}")
+    env.filters["ratio"] = lambda x: "—" if x is None else f"{x:.3f}"
+    env.filters["ci"] = lambda ci: "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    return env
+
+
+def render_html(model: dict, svgs: dict[str, str], mode: str) -> str:
+    """mode "screen": interactive charts with the SVG fallback; "print": SVG images for PDF."""
+    from markupsafe import Markup
+
+    env = _environment_jinja()
+    template = env.get_template("packet.html.j2")
+    return template.render(m=model, mode=mode, svgs={k: Markup(v) for k, v in svgs.items()})
+
+
+@dataclass(frozen=True)
+class PacketResult:
+    out_dir: Path
+    html: Path
+    json: Path
+    pdf: Path | None
+    timings_s: dict
+
+    def to_json(self) -> dict:
+        return {
+            "out": str(self.out_dir),
+            "html": str(self.html),
+            "json": str(self.json),
+            "pdf": str(self.pdf) if self.pdf else None,
+            "timings_s": self.timings_s,
+        }
+
+
+def _write_pdf(html_text: str, base: Path, model: dict, report: Report, target: Path) -> None:
+    import weasyprint
+    from weasyprint.urls import URLFetcher
+
+    fetcher = URLFetcher(allowed_protocols={"file", "data"}, fail_on_errors=True)
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                records.append(record)
+
+    handler = Collect()
+    logger = logging.getLogger("weasyprint")
+    logger.addHandler(handler)
+    try:
+        document = weasyprint.HTML(string=html_text, base_url=str(base) + "/", url_fetcher=fetcher)
+        r = report.review
+        attachments = [
+            weasyprint.Attachment(
+                filename=str(r.path), name="review.toml", description="the review file"
+            )
+        ]
+        attachments += [
+            weasyprint.Attachment(
+                filename=str(_run_file(p)),
+                name=f"{label.replace(' ', '-')}-run.json",
+                description=f"{label} run bundle ({r.relative(p)})",
+            )
+            for label, p in [("baseline", r.baseline)]
+            + [(_run_label(i, len(r.candidates)), p) for i, p in enumerate(r.candidates)]
+        ]
+        document.write_pdf(
+            target,
+            attachments=attachments,
+            pdf_identifier=b"reviewkit-packet",
+            uncompressed_pdf=False,
+        )
+    except BaseException as exc:  # WeasyPrint's fatal fetch error is a BaseException
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise PacketError(f"PDF rendering failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        logger.removeHandler(handler)
+    if records:
+        raise PacketError(
+            f"PDF rendering reported {len(records)} problem(s); first: {records[0].getMessage()}"
+        )
+
+
+def write_packet(
+    review_path: Path | str,
+    out_dir: Path | str,
+    rubric: Path | str | None = None,
+    allow_outside: bool = False,
+    pdf: bool = True,
+    progress: Progress | None = None,
+) -> PacketResult:
+    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
+    from reviewkit import charts
+
+    say = progress or (lambda _msg: None)
+    out_dir = Path(out_dir)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    say("checking the review")
+    report = run_check(review_path, rubric, allow_outside=allow_outside)
+    review_dir = report.review.folder
+    if out_dir.resolve() == review_dir or review_dir.is_relative_to(out_dir.resolve()):
+        raise InputError(f"--out {out_dir}: would replace the review's own folder; pick another")
+    timings["check_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    say("building the packet model")
+    model = build_model(report)
+    timings["model_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("converting charts to SVG")
+    svgs = {name: charts.to_svg(spec) for name, spec in model["charts"].items()}
+    timings["charts_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("rendering HTML")
+    screen = render_html(model, svgs, "screen")
+    printed = render_html(model, svgs, "print") if pdf else None
+    timings["html_s"] = time.perf_counter() - t
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        assets = tmp / "assets"
+        (assets / "charts").mkdir(parents=True)
+        for name in STYLESHEETS + SCRIPTS:
+            shutil.copyfile(TEMPLATES / name, assets / name)
+        (assets / VEGA_BUNDLE).write_text(charts.javascript_bundle(), encoding="utf-8")
+        for name, spec in model["charts"].items():
+            (assets / "charts" / f"{name}.vl.json").write_text(
+                json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+            )
+            (assets / "charts" / f"{name}.svg").write_text(svgs[name], encoding="utf-8")
+        (tmp / "packet.html").write_text(screen, encoding="utf-8")
+        (tmp / "packet.json").write_text(
+            json.dumps(model, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+        )
+        if printed is not None:
+            t = time.perf_counter()
+            say("rendering PDF")
+            _write_pdf(printed, tmp, model, report, tmp / "packet.pdf")
+            timings["pdf_s"] = time.perf_counter() - t
+        os.chmod(tmp, 0o755)
+        _swap_into_place(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    timings["total_s"] = time.perf_counter() - t0
+    return PacketResult(
+        out_dir,
+        out_dir / "packet.html",
+        out_dir / "packet.json",
+        out_dir / "packet.pdf" if pdf else None,
+        {k: round(v, 3) for k, v in timings.items()},
+    )
+
+
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    """Replace DIR by the new folder; the old one is removed only once the new one is in place."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    if not out_dir.exists():
+        os.replace(tmp, out_dir)
+        return
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    os.replace(out_dir, old)
+    try:
+        os.replace(tmp, out_dir)
+    except BaseException:
+        os.replace(old, out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

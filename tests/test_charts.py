@@ -1,0 +1,386 @@
+"""Chart specs: valid Vega-Lite, inline data, one font, deterministic, and SVG that shows them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import altair as alt
+import pytest
+import vl_convert
+
+from reviewkit import charts
+
+FONT = "DejaVu Sans"
+P_FP32, P_BF16, W = 19.5e12, 312e12, 2.0e12  # an A100-like device: FLOP/s per dtype, bytes/s
+
+
+def roofline_runs() -> list[dict]:
+    return [
+        {
+            "label": "baseline",
+            "peak_flops_per_s": {"fp32": P_FP32, "bf16": P_BF16},
+            "peak_bytes_per_s": W,
+            "workloads": [
+                {
+                    "id": "matmul.4096.fp32",
+                    "layer_type": "matmul",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 680.0,
+                    "achieved_flops_per_s": 15e12,
+                },
+                {
+                    "id": "layernorm.1024.fp32",
+                    "layer_type": "norm",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 0.9,
+                    "achieved_flops_per_s": 1.1e12,
+                },
+                # Three a log axis cannot show: zero FLOPs, no rate, infinite intensity.
+                {
+                    "id": "copy.zero",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 0.0,
+                    "achieved_flops_per_s": 0.0,
+                },
+                {
+                    "id": "view.none",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 1.0,
+                    "achieved_flops_per_s": None,
+                },
+                {
+                    "id": "reshape.inf",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": float("inf"),
+                    "achieved_flops_per_s": 1e9,
+                },
+            ],
+        },
+        {
+            "label": "candidate 1",
+            "peak_flops_per_s": {"fp32": P_FP32, "bf16": P_BF16},
+            "peak_bytes_per_s": W,
+            "workloads": [
+                {
+                    "id": "matmul.4096.bf16",
+                    "layer_type": "matmul",
+                    "dtype": "bf16",
+                    "arithmetic_intensity": 1360.0,
+                    "achieved_flops_per_s": 230e12,
+                },
+                {
+                    "id": "softmax.8192.bf16",
+                    "layer_type": "softmax",
+                    "dtype": "bf16",
+                    "arithmetic_intensity": 1.2,
+                    "achieved_flops_per_s": 1.5e12,
+                },
+            ],
+        },
+    ]
+
+
+def layer_rows() -> list[dict]:
+    return [
+        {"run": "baseline", "layer_type": "matmul", "mfu": 0.72, "memory_stall_fraction": 0.10},
+        {"run": "candidate 1", "layer_type": "matmul", "mfu": 1.08, "memory_stall_fraction": 0.05},
+        {"run": "baseline", "layer_type": "attention", "mfu": 0.40, "memory_stall_fraction": 0.45},
+        {"run": "candidate 1", "layer_type": "attention", "mfu": 0.5, "memory_stall_fraction": 0.3},
+    ]
+
+
+def decomposition_rows() -> list[dict]:
+    return [
+        {"run": "baseline", "layer_type": "matmul", "compute": 0.8, "memory_stall": 0.1,
+         "overhead": 0.1},
+        {"run": "candidate 1", "layer_type": "matmul", "compute": 0.85, "memory_stall": 0.05,
+         "overhead": 0.1},
+        {"run": "baseline", "layer_type": "layernorm", "compute": 0.1, "memory_stall": 0.8,
+         "overhead": 0.1},
+    ]  # fmt: skip
+
+
+def _latency_row(run: str, workload: str, base_s: float, n: int) -> dict:
+    # Deterministic spread: base·(1 + i/n) for i in 0..n-1, shuffled so thinning must sort.
+    samples = [base_s * (1 + ((i * 7919) % n) / n) for i in range(n)]
+    ordered = sorted(samples)
+    return {
+        "run": run,
+        "workload": workload,
+        "samples_s": samples,
+        "p50_s": ordered[n // 2],
+        "p95_s": ordered[int(n * 0.95)],
+        "p99_s": ordered[int(n * 0.99)],
+    }
+
+
+def latency_rows() -> list[dict]:
+    return [
+        _latency_row("baseline", "matmul 4096", 2e-3, 1000),
+        _latency_row("candidate 1", "matmul 4096", 1.6e-3, 1000),
+        _latency_row("baseline", "softmax 8192", 2e-4, 50),
+        _latency_row("candidate 1", "softmax 8192", 2.4e-4, 50),
+    ]
+
+
+def forest_rows() -> list[dict]:
+    return [
+        {"workload": "softmax 8192", "ratio": 1.2, "low": 1.1, "high": 1.3, "verdict": "slower"},
+        {"workload": "matmul 4096", "ratio": 0.8, "low": 0.78, "high": 0.82, "verdict": "faster"},
+        {"workload": "layernorm", "ratio": 1.01, "low": 0.97, "high": 1.05,
+         "verdict": "no significant difference"},
+    ]  # fmt: skip
+
+
+def risk_rows() -> list[dict]:
+    return [
+        {"description": "bf16 drift", "level": "high", "likelihood": "medium", "owner": "ana"},
+        {"description": "driver upgrade", "level": "high", "likelihood": "medium", "owner": ""},
+        {"description": "cold cache", "level": "low", "likelihood": "high", "owner": "bo"},
+        {"description": "unknown vendor", "level": "", "likelihood": "", "owner": ""},
+    ]
+
+
+def trade_rows() -> list[dict]:
+    return [
+        {"candidate": "baseline", "throughput_per_s": 1200.0, "latency_p99_s": 0.012,
+         "energy_j_per_call": 3.0, "engineering_risk": 0.1},
+        {"candidate": "candidate 1", "throughput_per_s": 1500.0, "latency_p99_s": 0.010,
+         "energy_j_per_call": None, "engineering_risk": 0.4},
+    ]  # fmt: skip
+
+
+# name, chart function, input builder, a label from the input that the SVG must show
+CASES = [
+    ("roofline", charts.roofline, roofline_runs, "softmax"),
+    ("mfu_by_layer", charts.mfu_by_layer, layer_rows, "attention"),
+    ("stall_by_layer", charts.stall_by_layer, layer_rows, "attention"),
+    ("time_decomposition", charts.time_decomposition, decomposition_rows, "layernorm"),
+    ("latency_distribution", charts.latency_distribution, latency_rows, "softmax 8192"),
+    ("forest", charts.forest, forest_rows, "matmul 4096"),
+    ("risk_map", charts.risk_map, risk_rows, "driver upgrade"),
+    ("trade_view", charts.trade_view, trade_rows, "candidate 1"),
+]
+IDS = [c[0] for c in CASES]
+
+
+def datasets(node) -> list[list[dict]]:
+    """Every inline `data.values` list in a spec, depth first."""
+    found = []
+    if isinstance(node, dict):
+        data = node.get("data")
+        if isinstance(data, dict) and "values" in data:
+            found.append(data["values"])
+        for value in node.values():
+            found += datasets(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += datasets(value)
+    return found
+
+
+def rows_with(spec: dict, key: str) -> list[dict]:
+    return [row for values in datasets(spec) for row in values if key in row]
+
+
+@pytest.mark.parametrize(("name", "fn", "build", "label"), CASES, ids=IDS)
+def test_spec_is_valid_inline_deterministic_and_renders(name, fn, build, label):
+    spec = fn(build())
+    charts.validate(spec)
+    text = json.dumps(spec, allow_nan=False)  # plain JSON: no NaN, no objects
+    assert '"url"' not in text
+    assert datasets(spec), "data must be inline"
+    assert spec["title"]
+    config = spec["config"]
+    assert config["font"] == FONT
+    for section in ("axis", "legend"):
+        assert config[section]["labelFont"] == FONT
+        assert config[section]["titleFont"] == FONT
+    assert config["title"]["font"] == FONT
+    assert fn(build()) == spec  # same input, same dict
+
+    svg = charts.to_svg(spec)
+    assert svg.startswith("<svg")
+    assert "<text" in svg  # selectable text, not outlined paths
+    assert f">{label}<" in svg
+    assert set(re.findall(r'font-family="([^"]+)"', svg)) == {FONT}
+
+
+@pytest.mark.parametrize(("name", "fn", "build", "label"), CASES, ids=IDS)
+def test_empty_input_shows_no_data(name, fn, build, label):
+    spec = fn([])
+    charts.validate(spec)
+    assert spec["mark"]["type"] == "text"
+    assert spec["data"]["values"] == [{"message": "no data"}]
+    assert ">no data<" in charts.to_svg(spec)
+
+
+def test_roofline_ceiling_is_min_of_peak_and_bandwidth_line():
+    spec = charts.roofline(roofline_runs())
+    line = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "baseline fp32 ceiling"]
+    # Plotted intensities: 680, 0.9 (baseline), 1360, 1.2 (candidate); ridges 19.5e12 / 2e12 =
+    # 9.75 (fp32) and 312e12 / 2e12 = 156 (bf16). The range runs over whole decades a factor of
+    # 2 clear: 0.9 / 2 = 0.45 -> 10^-1 = 0.1 and 1360 · 2 = 2720 -> 10^4.
+    assert [r["arithmetic_intensity"] for r in line] == [0.1, 9.75, 1e4]
+    # Bandwidth slope at AI 0.1: W · AI = 2e12 · 0.1 = 2e11 FLOP/s = 200 GFLOP/s.
+    assert line[0]["gflops_per_s"] == pytest.approx(200.0, rel=1e-12)
+    # Ridge and beyond: flat at P = 19.5e12 FLOP/s = 19 500 GFLOP/s, exactly.
+    assert line[1]["gflops_per_s"] == 19500.0
+    assert line[2]["gflops_per_s"] == 19500.0
+    # The candidate's bf16 ceiling: slope 2e12 · 0.1 = 200 GFLOP/s, ridge at 156 FLOP/byte, flat
+    # at 312e12 FLOP/s = 312 000 GFLOP/s.
+    bf16 = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "candidate 1 bf16 ceiling"]
+    assert [r["arithmetic_intensity"] for r in bf16] == [0.1, 156.0, 1e4]
+    assert [r["gflops_per_s"] for r in bf16] == [pytest.approx(200.0), 312000.0, 312000.0]
+    # Ceilings only for the dtypes a run measured: the baseline ran no bf16 workload.
+    names = {r["ceiling"] for r in rows_with(spec, "ceiling")}
+    assert names == {"baseline fp32 ceiling", "candidate 1 bf16 ceiling"}
+
+
+def test_roofline_points_skip_what_log_axes_cannot_show_and_say_so():
+    spec = charts.roofline(roofline_runs())
+    ids = {r["id"] for r in rows_with(spec, "id")}
+    assert ids == {"matmul.4096.fp32", "layernorm.1024.fp32", "matmul.4096.bf16",
+                   "softmax.8192.bf16"}  # fmt: skip
+    assert spec["title"]["subtitle"][0].startswith("3 workloads with zero")
+    point = next(r for r in rows_with(spec, "id") if r["id"] == "matmul.4096.fp32")
+    assert point["gflops_per_s"] == 15000.0  # 15e12 FLOP/s
+    assert point["mfu"] == pytest.approx(15e12 / P_FP32)
+
+
+def test_roofline_with_only_plottable_points_has_no_subtitle():
+    runs = roofline_runs()[1:]
+    assert "subtitle" not in charts.roofline(runs)["title"]
+
+
+def test_mfu_above_one_is_not_clipped_and_is_flagged():
+    spec = charts.mfu_by_layer(layer_rows())
+    assert max(r["mfu"] for r in rows_with(spec, "mfu")) == 1.08
+    assert "domain" not in spec["encoding"]["x"].get("scale", {})
+    assert "1 bar above 100 %" in spec["title"]["subtitle"][0]
+    # Baseline beside candidate, in the caller's order.
+    assert spec["encoding"]["yOffset"]["sort"] == ["baseline", "candidate 1"]
+    assert "subtitle" not in charts.stall_by_layer(layer_rows())["title"]
+
+
+def test_time_decomposition_stacks_in_fixed_order_and_colours():
+    spec = charts.time_decomposition(decomposition_rows())
+    colour = spec["spec"]["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["compute", "memory stall", "overhead"]
+    assert colour["range"] == ["#4C78A8", "#F58518", "#BAB0AC"]
+    shares = [(r["component"], r["order"]) for r in rows_with(spec, "share")[:3]]
+    assert shares == [("compute", 0), ("memory stall", 1), ("overhead", 2)]
+
+
+def test_latency_thinning_keeps_at_most_max_samples_with_both_ends():
+    rows = latency_rows()
+    spec = charts.latency_distribution(rows)
+    samples = rows_with(spec, "latency_ms")
+    kept = [
+        r["latency_ms"]
+        for r in samples
+        if r["run"] == "baseline" and r["workload"] == "matmul 4096" and "percentile" not in r
+    ]
+    raw = rows[0]["samples_s"]
+    assert len(kept) == charts.MAX_SAMPLES
+    assert min(kept) == min(raw) * 1e3
+    assert max(kept) == max(raw) * 1e3
+    short = [r for r in samples if r["workload"] == "softmax 8192" and "percentile" not in r]
+    assert len(short) == 100  # 50 + 50: nothing thinned below the limit
+    ticks = {r["percentile"] for r in rows_with(spec, "percentile")}
+    assert ticks == {"p50", "p95", "p99"}
+
+
+def test_latency_keeps_the_slowest_workloads_by_p50_of_any_run():
+    rows = [
+        _latency_row("baseline", "fast", 1e-5, 10),
+        _latency_row("baseline", "medium", 1e-3, 10),
+        _latency_row("candidate 1", "medium", 1e-4, 10),
+        _latency_row("baseline", "slow in candidate only", 1e-5, 10),
+        _latency_row("candidate 1", "slow in candidate only", 1e-2, 10),
+    ]
+    spec = charts.latency_distribution(rows, max_workloads=2)
+    shown = {r["workload"] for r in rows_with(spec, "latency_ms")}
+    assert shown == {"medium", "slow in candidate only"}
+    assert "the 2 slowest of 3 workloads" in spec["title"]["subtitle"][0]
+
+
+def test_forest_sorts_by_ratio_and_marks_one():
+    spec = charts.forest(forest_rows())
+    one, _intervals, dots = spec["layer"]
+    assert one["data"]["values"] == [{"ratio": 1.0}]
+    assert dots["encoding"]["y"]["sort"] == ["matmul 4096", "layernorm", "softmax 8192"]
+    colour = dots["encoding"]["color"]["scale"]
+    assert dict(zip(colour["domain"], colour["range"], strict=True)) == charts.VERDICT_COLOURS
+    assert dots["encoding"]["x"]["scale"]["type"] == "log"
+
+
+def test_forest_accepts_layer_types_and_rejects_unknown_verdicts():
+    spec = charts.forest(forest_rows(), item="layer type")
+    assert spec["title"]["text"] == "Median latency ratio per layer type, candidate / baseline"
+    assert spec["layer"][2]["encoding"]["y"]["title"] is None  # long labels need the room
+    bad = forest_rows()
+    bad[0]["verdict"] = "better"
+    with pytest.raises(ValueError, match="verdict"):
+        charts.forest(bad)
+
+
+def test_risk_map_places_unrated_and_spreads_shared_cells():
+    spec = charts.risk_map(risk_rows())
+    points = {r["description"]: r for r in rows_with(spec, "description")}
+    drift, driver = points["bf16 drift"], points["driver upgrade"]
+    assert (drift["likelihood"], drift["level"]) == (driver["likelihood"], driver["level"])
+    assert drift["y"] != driver["y"]  # same cell, separated
+    assert abs(drift["y"] - driver["y"]) < 1  # and still inside it
+    unrated = points["unknown vendor"]
+    assert (unrated["likelihood"], unrated["level"]) == ("unrated", "unrated")
+    assert drift["owner_status"] == "owner named"
+    assert driver["owner_status"] == "no owner"
+    with pytest.raises(ValueError, match="critical"):
+        charts.risk_map([{"description": "x", "level": "critical", "likelihood": "low"}])
+
+
+def test_trade_view_says_not_available_instead_of_zero():
+    spec = charts.trade_view(trade_rows())
+    energy = next(p for p in spec["concat"] if p["title"].startswith("Energy"))
+    bars, missing = energy["layer"]
+    assert [r["candidate"] for r in bars["data"]["values"]] == ["baseline"]
+    assert missing["data"]["values"] == [{"candidate": "candidate 1", "label": "not available"}]
+    assert missing["mark"]["type"] == "text"
+    titles = [p["title"] for p in spec["concat"]]
+    assert titles[0].endswith("higher is better")
+    assert all(t.endswith("lower is better") for t in titles[1:])
+    assert ">not available<" in charts.to_svg(spec)
+
+
+def test_to_svg_caches_by_content():
+    spec = charts.mfu_by_layer(layer_rows())
+    first = charts.to_svg(spec)
+    assert charts.to_svg(copy.deepcopy(spec)) is first  # an equal spec hits the cache
+    other = charts.stall_by_layer(layer_rows())
+    second = charts.to_svg(other)
+    assert second.startswith("<svg")
+    assert second != first
+
+
+def test_validate_rejects_an_invalid_mark():
+    spec = charts.mfu_by_layer(layer_rows())
+    spec["mark"] = "nonsense"
+    with pytest.raises(ValueError, match="mark"):
+        charts.validate(spec)
+
+
+def test_vegalite_version_matches_altair_and_vl_convert():
+    assert charts.VEGALITE_VERSION in vl_convert.get_vegalite_versions()
+    assert alt.SCHEMA_VERSION.startswith(f"v{charts.VEGALITE_VERSION}.")
+
+
+def test_javascript_bundle_defines_vega_embed_once():
+    bundle = charts.javascript_bundle()
+    assert "vegaEmbed" in bundle
+    assert charts.javascript_bundle() is bundle
