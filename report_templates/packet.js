@@ -14,7 +14,7 @@
     var target = document.createElement("div");
     target.className = "vega-interactive";
     holder.appendChild(target);
-    window.vegaEmbed(target, spec, { actions: false, renderer: "svg" }).then(function () {
+    window.vegaEmbed(target, spec, { mode: "vega-lite", actions: false, renderer: "svg" }).then(function () {
       var fallback = holder.querySelector(":scope > svg");
       if (fallback) {
         fallback.remove();

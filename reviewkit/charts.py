@@ -26,9 +26,9 @@ VEGALITE_VERSION = "6.4"
 CATEGORY_SCHEME = "tableau10"  # distinguishable under the common colour-vision deficiencies
 GIGA = 1e9  # FLOP/s are shown as GFLOP/s: device rates sit between 1e9 and 1e15
 MILLI = 1e3  # seconds shown as milliseconds: kernel latencies sit between 1e-6 s and 1 s
-# 150 evenly spaced order statistics keep the shape and both ends of a distribution while a
-# 12-workload, 2-run chart stays near 0.2 MB of JSON and quick to draw in the PDF.
-MAX_SAMPLES = 150
+# 60 evenly spaced order statistics keep the shape and both ends of a distribution while a
+# 12-workload, 2-run chart stays under 0.1 MB and quick to draw in the PDF (~0.3 s at 400).
+MAX_SAMPLES = 60
 MAX_WORKLOADS = 12
 LABEL_LIMIT = 300  # px: full workload ids (up to ~50 characters at 10 px) instead of "gemm.bert-b…"
 # Okabe-Ito bluish green / vermillion / grey: safe for deuteranopia and protanopia.
@@ -796,45 +796,68 @@ def _spec_key(spec: dict) -> str:
 
 
 def to_svg(spec: dict) -> str:
-    """The spec as an SVG string; cached per spec because vl-convert is the slow step."""
+    """The spec as an SVG string, cached in memory and on disk by spec hash and versions.
+
+    vl-convert is the slow step (~0.5 s to start, 0.1-0.6 s a chart) and its output is stable
+    for the same spec, so re-rendering a packet whose data did not change converts nothing.
+    """
     key = _spec_key(spec)
     svg = _SVG_CACHE.get(key)
-    if svg is None:
+    if svg is not None:
+        return svg
+    cached = _cache_dir() / "svg" / f"{key}.svg"
+    try:
+        svg = cached.read_text(encoding="utf-8")
+    except OSError:
         import vl_convert
 
         # Serial on purpose (see the engineering notes: threads crash V8, forks hang), and
         # no base URL is allowed so an external data reference fails instead of drawing empty.
         svg = vl_convert.vegalite_to_svg(spec, vl_version=VEGALITE_VERSION, allowed_base_urls=[])
-        _SVG_CACHE[key] = svg
+        _write_cache(cached, svg)
+    _SVG_CACHE[key] = svg
     return svg
+
+
+def _cache_dir() -> Path:
+    """The user's cache folder for reviewkit, per vl-convert and Vega-Lite version."""
+    import os
+
+    import vl_convert
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    version = getattr(vl_convert, "__version__", "unknown")
+    return root / "reviewkit" / f"vlc{version}-vl{VEGALITE_VERSION}"
+
+
+def _write_cache(path: Path, text: str) -> None:
+    """Write atomically; a read-only home still renders, just without the cache."""
+    import os
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 @functools.cache
 def javascript_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one classic script defining window.vegaEmbed.
 
-    Bundling takes ~1.4 s and depends only on the versions, so the result is kept in the user's
-    cache folder (XDG_CACHE_HOME), keyed by vl-convert and Vega-Lite versions.
+    Bundling takes ~1.4 s and depends only on the versions, so it is cached on disk too.
     """
-    import os
-
     import vl_convert
 
-    cache_root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    version = getattr(vl_convert, "__version__", "unknown")
-    cached = cache_root / "reviewkit" / f"vega-bundle-vlc{version}-vl{VEGALITE_VERSION}.js"
+    cached = _cache_dir() / "vega-bundle.js"
     try:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
     bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_VERSION)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(bundle, encoding="utf-8")
-        tmp.replace(cached)
-    except OSError:
-        pass  # a read-only home still renders, just without the cache
+    _write_cache(cached, bundle)
     return bundle
 
 

@@ -588,7 +588,14 @@ def render_html(model: dict, svgs: dict[str, str], mode: str) -> str:
 
     env = _environment_jinja()
     template = env.get_template("packet.html.j2")
-    return template.render(m=model, mode=mode, svgs={k: Markup(v) for k, v in svgs.items()})
+    # The specs embedded in the page drop "$schema": a URL off the machine that nothing needs
+    # (packet.js tells vega-embed the mode); the files under assets/charts keep it.
+    specs = {
+        k: {f: v for f, v in spec.items() if f != "$schema"} for k, spec in model["charts"].items()
+    }
+    return template.render(
+        m=model, mode=mode, specs=specs, svgs={k: Markup(v) for k, v in svgs.items()}
+    )
 
 
 @dataclass(frozen=True)

@@ -17,3 +17,17 @@ def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke")
     write_run(out, doc)
     return doc, out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Chart SVGs and the Vega bundle are cached per user; tests start from an empty cache."""
+    import os
+
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
