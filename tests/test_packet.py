@@ -183,6 +183,23 @@ def test_injection_payloads_are_inert(tmp_path):
     assert "Boundary <script>alert(1)</script>" in text
 
 
+def test_several_candidates_get_the_trade_view(tmp_path):
+    from runfactory import make_run
+
+    review = complete_review()
+    review["runs"]["candidates"] = ["runs/cand", "runs/cand2"]
+    folder = tmp_path / "review"
+    path = write_review(folder, review)
+    make_run(folder / "runs" / "cand2", dtype="bf16", speedup=1.5, seed=2)
+    result = write_packet(path, tmp_path / "out", pdf=False)
+    model = json.loads(result.json.read_text())
+    assert "trade_view" in model["charts"]
+    charts.validate(model["charts"]["trade_view"])
+    svg = (tmp_path / "out" / "assets" / "charts" / "trade_view.svg").read_text()
+    assert "not available" in svg  # no run measured energy: said, not drawn as zero
+    assert [d["candidate"] for d in model["knob_diffs"]] == ["candidate 1", "candidate 2"]
+
+
 def test_markdown_sanitiser():
     html = markdown_html("**bold** <b onclick=x>raw</b> [a](javascript:x) [b](./runs/x.json)\n\n"
                          "<script>alert(1)</script>")  # fmt: skip
