@@ -790,6 +790,40 @@ def trade_view(rows: list[dict]) -> dict:
 _SVG_CACHE: dict[str, str] = {}
 
 
+def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
+    """A metric over time, one series per device and dtype (airspeed velocity's graphs).
+
+    rows: {"time": ISO date-time string, "series": "device · dtype", "value": fraction,
+    "run": label, "decision": slug}. Values are fractions shown as percentages.
+    """
+    points = sorted(
+        ({**r, "value": float(r["value"])} for r in rows if _finite(r.get("value"))),
+        key=lambda r: (r["series"], r["time"], r["run"]),
+    )
+    if not points:
+        return _no_data(title)
+    chart = (
+        alt.Chart(alt.Data(values=points))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("time:T", title="Run date (UTC)"),
+            y=alt.Y("value:Q", title=axis_title, axis=alt.Axis(format="%")),
+            color=alt.Color(
+                "series:N", title="Device · dtype", sort=_unique(p["series"] for p in points)
+            ),
+            tooltip=[
+                alt.Tooltip("series:N", title="series"),
+                alt.Tooltip("time:T", title="run date", format="%Y-%m-%d %H:%M"),
+                alt.Tooltip("value:Q", title=metric, format=".1%"),
+                alt.Tooltip("run:N", title="run"),
+                alt.Tooltip("decision:N", title="decision"),
+            ],
+        )
+        .properties(title=_title(title), width=WIDTH, height=240)
+    )
+    return _finish(chart)
+
+
 def _spec_key(spec: dict) -> str:
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

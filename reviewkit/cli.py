@@ -249,6 +249,98 @@ def packet(
     console.print(f"[dim]{timings}[/]")
 
 
+site_app = typer.Typer(no_args_is_help=True, help="Publish the decisions log as a static site.")
+app.add_typer(site_app, name="site")
+
+
+@site_app.command("build")
+@_user_errors
+def site_build(
+    site_dir: Path = typer.Argument(Path("site"), help="the decisions log (default: site)"),
+    out: Path = typer.Option(..., "--out", help="folder to build the site into"),
+    rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
+    no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDF of each packet"),
+    as_json: bool = typer.Option(False, "--json", help="print what was built as JSON"),
+) -> None:
+    """Build the static site: index, one packet per decision, red flags, trends, rubric."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from reviewkit.site import build_site
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("decisions", total=None)
+        result = build_site(
+            site_dir,
+            out,
+            pdf=not no_pdf,
+            rubric=rubric,
+            progress=lambda label, done, total: bar.update(
+                task, description=label[:40], completed=done, total=total
+            ),
+        )
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        console = Console()
+        counts = {
+            s: sum(d.status == s for d in result.decisions)
+            for s in ("rendered", "unchanged", "failed")
+        }
+        console.print(
+            f"site: {result.out_dir / 'index.html'} ({counts['rendered']} rendered, "
+            f"{counts['unchanged']} unchanged, {counts['failed']} failed, "
+            f"{result.seconds:.1f} s)"
+        )
+        for d in result.failed:
+            stderr.print(f"[red]failed:[/] {d.slug}: {d.error}", highlight=False)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+@site_app.command("serve")
+@_user_errors
+def site_serve(
+    out: Path = typer.Argument(..., help="a built site folder"),
+    port: int = typer.Option(8000, help="port on 127.0.0.1 (0 picks a free one)"),
+) -> None:
+    """Serve a built site on loopback only, for a local look."""
+    from reviewkit.site import serve
+
+    try:
+        serve(out, port)
+    except KeyboardInterrupt:
+        stderr.print("stopped")
+
+
+@app.command()
+@_user_errors
+def walk(
+    review: Path = typer.Argument(..., help="the review file (review.toml) to answer into"),
+    rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
+    redo_all: bool = typer.Option(False, "--all", help="ask answered questions again too"),
+    answers: Path | None = typer.Option(
+        None, "--answers", help="a TOML file of [answers.<item>] to record without asking"
+    ),
+    allow_outside: bool = typer.Option(
+        False, "--allow-outside", help="allow paths that leave the review's folder"
+    ),
+) -> None:
+    """Walk the senior review questions one at a time and record the answers in the review."""
+    from reviewkit.walk import run_walk
+
+    code = run_walk(
+        review, rubric, redo_all=redo_all, answers_file=answers, allow_outside=allow_outside
+    )
+    if code:
+        raise typer.Exit(code)
+
+
 @app.command()
 @_user_errors
 def mfu(

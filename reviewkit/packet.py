@@ -21,7 +21,7 @@ from reviewkit.gate import Report, run_check
 PACKET_SCHEMA_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent.parent / "report_templates"
 STYLESHEETS = ("packet.css", "screen.css", "print.css")
-SCRIPTS = ("packet.js",)
+SCRIPTS = ("packet.js", "site.js")
 VEGA_BUNDLE = "vega-bundle.js"
 # The PDF keeps the tables a meeting reads; the full per-workload data travels as the
 # embedded run.json files (WeasyPrint takes ~8 s for a 2,000-row table).
@@ -582,7 +582,13 @@ def _environment_jinja():
     return env
 
 
-def render_html(model: dict, svgs: dict[str, str], mode: str) -> str:
+def render_html(
+    model: dict,
+    svgs: dict[str, str],
+    mode: str,
+    asset_base: str = "assets/",
+    nav: dict | None = None,
+) -> str:
     """mode "screen": interactive charts with the SVG fallback; "print": SVG images for PDF."""
     from markupsafe import Markup
 
@@ -594,7 +600,12 @@ def render_html(model: dict, svgs: dict[str, str], mode: str) -> str:
         k: {f: v for f, v in spec.items() if f != "$schema"} for k, spec in model["charts"].items()
     }
     return template.render(
-        m=model, mode=mode, specs=specs, svgs={k: Markup(v) for k, v in svgs.items()}
+        m=model,
+        mode=mode,
+        specs=specs,
+        svgs={k: Markup(v) for k, v in svgs.items()},
+        asset_base=asset_base,
+        nav=nav or {},
     )
 
 
@@ -666,27 +677,32 @@ def _write_pdf(html_text: str, base: Path, model: dict, report: Report, target: 
         )
 
 
-def write_packet(
-    review_path: Path | str,
-    out_dir: Path | str,
-    rubric: Path | str | None = None,
-    allow_outside: bool = False,
+def write_shared_assets(assets: Path) -> None:
+    """Stylesheets, the page script and the Vega bundle: one copy per packet or per site."""
+    from reviewkit import charts
+
+    assets.mkdir(parents=True, exist_ok=True)
+    for name in STYLESHEETS + SCRIPTS:
+        shutil.copyfile(TEMPLATES / name, assets / name)
+    (assets / VEGA_BUNDLE).write_text(charts.javascript_bundle(), encoding="utf-8")
+
+
+def render_into(
+    report: Report,
+    folder: Path,
     pdf: bool = True,
+    asset_base: str = "assets/",
+    nav: dict | None = None,
     progress: Progress | None = None,
-) -> PacketResult:
-    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
+) -> tuple[dict, dict]:
+    """Render a checked review's packet into an existing folder; return (model, timings).
+
+    Shared assets are not written here (see write_shared_assets): a site keeps one copy.
+    """
     from reviewkit import charts
 
     say = progress or (lambda _msg: None)
-    out_dir = Path(out_dir)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    say("checking the review")
-    report = run_check(review_path, rubric, allow_outside=allow_outside)
-    review_dir = report.review.folder
-    if out_dir.resolve() == review_dir or review_dir.is_relative_to(out_dir.resolve()):
-        raise InputError(f"--out {out_dir}: would replace the review's own folder; pick another")
-    timings["check_s"] = time.perf_counter() - t0
     t = time.perf_counter()
     say("building the packet model")
     model = build_model(report)
@@ -697,38 +713,57 @@ def write_packet(
     timings["charts_s"] = time.perf_counter() - t
     t = time.perf_counter()
     say("rendering HTML")
-    screen = render_html(model, svgs, "screen")
-    printed = render_html(model, svgs, "print") if pdf else None
+    screen = render_html(model, svgs, "screen", asset_base, nav)
+    printed = render_html(model, svgs, "print", asset_base, nav) if pdf else None
     timings["html_s"] = time.perf_counter() - t
+    chart_dir = folder / "assets" / "charts"
+    chart_dir.mkdir(parents=True, exist_ok=True)
+    for name, spec in model["charts"].items():
+        (chart_dir / f"{name}.vl.json").write_text(
+            json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        (chart_dir / f"{name}.svg").write_text(svgs[name], encoding="utf-8")
+    (folder / "packet.html").write_text(screen, encoding="utf-8")
+    (folder / "packet.json").write_text(
+        json.dumps(model, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    if printed is not None:
+        t = time.perf_counter()
+        say("rendering PDF")
+        _write_pdf(printed, folder, model, report, folder / "packet.pdf")
+        timings["pdf_s"] = time.perf_counter() - t
+    return model, timings
 
+
+def write_packet(
+    review_path: Path | str,
+    out_dir: Path | str,
+    rubric: Path | str | None = None,
+    allow_outside: bool = False,
+    pdf: bool = True,
+    progress: Progress | None = None,
+) -> PacketResult:
+    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
+    say = progress or (lambda _msg: None)
+    out_dir = Path(out_dir)
+    t0 = time.perf_counter()
+    say("checking the review")
+    report = run_check(review_path, rubric, allow_outside=allow_outside)
+    review_dir = report.review.folder
+    if out_dir.resolve() == review_dir or review_dir.is_relative_to(out_dir.resolve()):
+        raise InputError(f"--out {out_dir}: would replace the review's own folder; pick another")
+    check_s = time.perf_counter() - t0
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        assets = tmp / "assets"
-        (assets / "charts").mkdir(parents=True)
-        for name in STYLESHEETS + SCRIPTS:
-            shutil.copyfile(TEMPLATES / name, assets / name)
-        (assets / VEGA_BUNDLE).write_text(charts.javascript_bundle(), encoding="utf-8")
-        for name, spec in model["charts"].items():
-            (assets / "charts" / f"{name}.vl.json").write_text(
-                json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-            )
-            (assets / "charts" / f"{name}.svg").write_text(svgs[name], encoding="utf-8")
-        (tmp / "packet.html").write_text(screen, encoding="utf-8")
-        (tmp / "packet.json").write_text(
-            json.dumps(model, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
-        )
-        if printed is not None:
-            t = time.perf_counter()
-            say("rendering PDF")
-            _write_pdf(printed, tmp, model, report, tmp / "packet.pdf")
-            timings["pdf_s"] = time.perf_counter() - t
+        write_shared_assets(tmp / "assets")
+        _, timings = render_into(report, tmp, pdf=pdf, progress=say)
         os.chmod(tmp, 0o755)
         _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    timings["total_s"] = time.perf_counter() - t0
+    timings = {"check_s": check_s, **timings, "total_s": time.perf_counter() - t0}
     return PacketResult(
         out_dir,
         out_dir / "packet.html",
