@@ -249,6 +249,36 @@ def packet(
     console.print(f"[dim]{timings}[/]")
 
 
+@app.command()
+@_user_errors
+def demo(
+    out: Path = typer.Option(Path("reviewkit-demo"), help="folder for the runs, packet and site"),
+    profile: str = typer.Option("quick", help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDFs"),
+) -> None:
+    """The embedded default: measure fp32 and bf16 here, review, check, render, publish."""
+    from reviewkit.demo import run_demo
+    from reviewkit.report import stdout_console
+
+    suite.plan_specs(profile, ("fp32", "bf16"), None)  # fail on a bad profile before measuring
+    console = stdout_console()
+    result = run_demo(
+        out, profile, device, pdf=not no_pdf, say=lambda msg: stderr.print(msg, highlight=False)
+    )
+    console.print(f"review:  {result['review']}")
+    console.print(
+        f"gate:    {result['verdict']} ({len(result['red_flags'])} red flags: "
+        f"{', '.join(result['red_flags']) or 'none'})"
+    )
+    console.print(f"packet:  {result['packet_html'].resolve().as_uri()}")
+    if result["packet_pdf"]:
+        console.print(f"pdf:     {result['packet_pdf'].resolve().as_uri()}")
+    console.print(f"site:    {result['site_index'].resolve().as_uri()}")
+    if result["site_failed"]:
+        raise typer.Exit(1)
+
+
 site_app = typer.Typer(no_args_is_help=True, help="Publish the decisions log as a static site.")
 app.add_typer(site_app, name="site")
 
