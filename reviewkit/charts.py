@@ -87,8 +87,61 @@ def _title(text: str, notes: list[str] | None = None) -> alt.TitleParams:
     return alt.TitleParams(text=text)
 
 
+# Charts reference their rows by name and the rows are attached to the finished spec as
+# top-level "datasets" (still inline, no URL): altair deep-copies inline values at every
+# layer and encoding, which cost ~0.6 s a packet for the latency samples alone.
+_PENDING: dict[str, list] = {}
+
+
+def _data(values: Iterable[dict]) -> alt.NamedData:
+    rows = list(values)
+    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), default=float)
+    name = "rows-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    _PENDING[name] = rows
+    return alt.NamedData(name=name)
+
+
+def _dataset_names(node: object, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            found.add(data["name"])
+        for value in node.values():
+            _dataset_names(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _dataset_names(value, found)
+    return found
+
+
+_SPEC_MEMO: dict[str, dict] = {}
+SPEC_MEMO_ENTRIES = 256  # a site of many decisions repeats the same charts of shared runs
+
+
+def _memo(fn):
+    """Memoise a chart builder on its JSON-encoded arguments: building through altair costs
+    20-90 ms a chart, and a decisions log draws the same runs' charts many times. The spec
+    returned is shared: callers read it and never modify it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        key = (
+            fn.__name__
+            + hashlib.sha256(
+                json.dumps([args, kwargs], sort_keys=True, default=float).encode()
+            ).hexdigest()
+        )
+        if key not in _SPEC_MEMO:
+            if len(_SPEC_MEMO) >= SPEC_MEMO_ENTRIES:
+                _SPEC_MEMO.pop(next(iter(_SPEC_MEMO)))
+            _SPEC_MEMO[key] = fn(*args, **kwargs)
+        return _SPEC_MEMO[key]
+
+    return wrapper
+
+
 def _finish(chart: alt.TopLevelMixin) -> dict:
-    """Apply the shared look and return the plain dict."""
+    """Apply the shared look and return the plain dict, with its rows attached."""
     configured = (
         chart.configure(font=FONT)
         .configure_axis(labelFont=FONT, titleFont=FONT)
@@ -99,13 +152,16 @@ def _finish(chart: alt.TopLevelMixin) -> dict:
         .configure_range(category={"scheme": CATEGORY_SCHEME})
     )
     # altair's own validation costs ~50 ms a chart; tests validate every chart kind instead.
-    return configured.to_dict(validate=False)
+    spec = configured.to_dict(validate=False)
+    names = sorted(_dataset_names(spec, set()))
+    spec["datasets"] = {name: _PENDING[name] for name in names}
+    return spec
 
 
 def _no_data(title: str, notes: list[str] | None = None) -> dict:
     """A visible "no data" message: an empty plot would read as a rendering failure."""
     chart = (
-        alt.Chart(alt.Data(values=[{"message": "no data"}]))
+        alt.Chart(_data([{"message": "no data"}]))
         .mark_text(fontSize=16, color="#555555")
         .encode(text="message:N")
         .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=_title(title, notes))
@@ -123,6 +179,7 @@ def _ai_range(xs: list[float]) -> tuple[float, float]:
     return lo, hi
 
 
+@_memo
 def roofline(runs: list[dict]) -> dict:
     """Log-log roofline: one point per workload, one ceiling line per run and dtype."""
     title = "Roofline: achieved throughput against arithmetic intensity"
@@ -210,7 +267,7 @@ def roofline(runs: list[dict]) -> dict:
     )
     ceiling_names = _unique(line["ceiling"] for line in lines)
     ceiling_layer = (
-        alt.Chart(alt.Data(values=lines))
+        alt.Chart(_data(lines))
         .mark_line(color=CEILING_COLOUR, strokeWidth=1.5)
         .encode(
             x=x,
@@ -229,7 +286,7 @@ def roofline(runs: list[dict]) -> dict:
     run_labels = _unique(str(r["label"]) for r in runs)
     layer_types = sorted({p["layer_type"] for p in points})
     point_layer = (
-        alt.Chart(alt.Data(values=points))
+        alt.Chart(_data(points))
         .mark_point(filled=True, size=60, opacity=0.85)
         .encode(
             x=x,
@@ -289,7 +346,7 @@ def _bars_by_layer(
     if over and over_note:
         notes.append(f"{_plural(over, 'bar')} above 100 %: {over_note}")
     chart = (
-        alt.Chart(alt.Data(values=data))
+        alt.Chart(_data(data))
         .mark_bar()
         .encode(
             # No fixed domain: values above 100 % must stay visible, not be clipped.
@@ -314,6 +371,7 @@ def _bars_by_layer(
     return _finish(chart)
 
 
+@_memo
 def mfu_by_layer(rows: list[dict]) -> dict:
     """Grouped horizontal bars of MFU per layer type, one bar per run."""
     return _bars_by_layer(
@@ -327,6 +385,7 @@ def mfu_by_layer(rows: list[dict]) -> dict:
     )
 
 
+@_memo
 def stall_by_layer(rows: list[dict]) -> dict:
     """Grouped horizontal bars of memory-stall fraction per layer type, one bar per run."""
     return _bars_by_layer(
@@ -338,6 +397,7 @@ def stall_by_layer(rows: list[dict]) -> dict:
     )
 
 
+@_memo
 def time_decomposition(rows: list[dict]) -> dict:
     """Stacked bars of compute / memory stall / overhead, a panel per layer type, a bar per run."""
     title = "Where the time goes, by layer type"
@@ -364,7 +424,7 @@ def time_decomposition(rows: list[dict]) -> dict:
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"]), d["order"]))
     names = [name for _, name, _ in COMPONENTS]
     chart = (
-        alt.Chart(alt.Data(values=data))
+        alt.Chart(_data(data))
         .mark_bar()
         .encode(
             x=alt.X(
@@ -415,6 +475,7 @@ def _thin(samples: list[float], limit: int = MAX_SAMPLES) -> list[float]:
     return [ordered[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
 
 
+@_memo
 def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -> dict:
     """Strips of latency samples per workload and run (ms, log x) with p50/p95/p99 ticks."""
     title = "Latency distribution per workload"
@@ -473,7 +534,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     y = alt.Y("workload:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     y_offset = alt.YOffset("run:N", sort=runs)
     strip = (
-        alt.Chart(alt.Data(values=samples))
+        alt.Chart(_data(samples))
         .mark_circle(size=14, opacity=0.35)
         .encode(
             x=x,
@@ -489,7 +550,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     )
     names = list(PERCENTILE_COLOURS)
     tick_layer = (
-        alt.Chart(alt.Data(values=ticks))
+        alt.Chart(_data(ticks))
         .mark_tick(thickness=2, size=BAR_PX)
         .encode(
             x=x,
@@ -523,6 +584,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
 # --- forest ----------------------------------------------------------------------------------
 
 
+@_memo
 def forest(rows: list[dict], *, item: str = "workload") -> dict:
     """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types."""
     title = f"Median latency ratio per {item}, candidate / baseline"
@@ -566,12 +628,12 @@ def forest(rows: list[dict], *, item: str = "workload") -> dict:
     verdicts = list(VERDICT_COLOURS)
     colour_scale = alt.Scale(domain=verdicts, range=list(VERDICT_COLOURS.values()))
     one = (
-        alt.Chart(alt.Data(values=[{"ratio": 1.0}]))
+        alt.Chart(_data([{"ratio": 1.0}]))
         .mark_rule(color="#333333", strokeDash=[4, 3])
         .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale))
     )
     bars = (
-        alt.Chart(alt.Data(values=intervals))
+        alt.Chart(_data(intervals))
         .mark_rule(strokeWidth=1.5)
         .encode(
             x=alt.X("low:Q", title=x_title, scale=x_scale),
@@ -581,7 +643,7 @@ def forest(rows: list[dict], *, item: str = "workload") -> dict:
         )
     )
     dots = (
-        alt.Chart(alt.Data(values=points))
+        alt.Chart(_data(points))
         .mark_point(filled=True, size=70, opacity=1)
         .encode(
             x=alt.X("ratio:Q", title=x_title, scale=x_scale),
@@ -621,6 +683,7 @@ def _risk_index(value: object, what: str, description: str) -> int:
     return RISK_LEVELS.index(text)
 
 
+@_memo
 def risk_map(risks: list[dict]) -> dict:
     """Likelihood x impact grid, one labelled point per risk, coloured by owner presence."""
     title = "Risk map: likelihood against impact"
@@ -680,13 +743,13 @@ def risk_map(risks: list[dict]) -> dict:
         axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
     )
     background = (
-        alt.Chart(alt.Data(values=grid))
+        alt.Chart(_data(grid))
         .mark_rect(stroke="#FFFFFF", strokeWidth=2)
         .encode(x=x, x2="x2:Q", y=y, y2="y2:Q", fill=alt.Fill("fill:N", scale=None))
     )
     statuses = list(OWNER_COLOURS)
     marks = (
-        alt.Chart(alt.Data(values=points))
+        alt.Chart(_data(points))
         .mark_point(filled=True, size=60, opacity=1)
         .encode(
             x=x,
@@ -710,7 +773,7 @@ def risk_map(risks: list[dict]) -> dict:
         )
     )
     labels = (
-        alt.Chart(alt.Data(values=points))
+        alt.Chart(_data(points))
         .mark_text(align="left", baseline="middle", dx=7, fontSize=10, limit=RISK_LABEL_LIMIT_PX)
         .encode(x=x, y=y, text="description:N")
     )
@@ -731,6 +794,7 @@ TRADE_DIMENSIONS = (
 )
 
 
+@_memo
 def trade_view(rows: list[dict]) -> dict:
     """Four panels (throughput, p99, energy, risk) of bars per candidate; gaps said in words."""
     title = "Platform trade view"
@@ -758,7 +822,7 @@ def trade_view(rows: list[dict]) -> dict:
         )
         y = alt.Y("candidate:N", title="Candidate", sort=candidates)
         bar_layer = (
-            alt.Chart(alt.Data(values=bars))
+            alt.Chart(_data(bars))
             .mark_bar(color="#4C78A8")
             .encode(
                 x=x,
@@ -770,7 +834,7 @@ def trade_view(rows: list[dict]) -> dict:
             )
         )
         text_layer = (
-            alt.Chart(alt.Data(values=missing))
+            alt.Chart(_data(missing))
             .mark_text(align="left", baseline="middle", fontStyle="italic", color="#555555")
             .encode(x=alt.value(4), y=y, text="label:N")
         )
@@ -790,6 +854,7 @@ def trade_view(rows: list[dict]) -> dict:
 _SVG_CACHE: dict[str, str] = {}
 
 
+@_memo
 def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
     """A metric over time, one series per device and dtype (airspeed velocity's graphs).
 
@@ -803,7 +868,7 @@ def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
     if not points:
         return _no_data(title)
     chart = (
-        alt.Chart(alt.Data(values=points))
+        alt.Chart(_data(points))
         .mark_line(point=True)
         .encode(
             x=alt.X("time:T", title="Run date (UTC)"),

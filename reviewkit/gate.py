@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,11 +117,44 @@ def _manual(item: RubricItem, review: Review, ctx: Context) -> CheckResult:
     return CheckResult(PASS, "answered, with evidence", tuple(evidence))
 
 
-def load_analysed(path: Path, review_file: Path, key: str) -> dict:
+# A decisions log cites the same bundles from many reviews (a shared baseline, say): analysing
+# a bundle and comparing two of them are memoised by content hash within one process.
+MEMO_ENTRIES = 64
+_analysed: dict[str, dict] = {}
+_compared: dict[tuple[str, str, str, str], Comparison] = {}
+
+
+def _content_key(path: Path) -> str:
+    file = path / "run.json" if path.is_dir() else path
     try:
-        return analyse_run(load_run(path))
+        return hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError:
+        return f"unreadable:{file}"  # load_run reports it properly
+
+
+def _remember(memo: dict, key, value):
+    if len(memo) >= MEMO_ENTRIES:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
+    return value
+
+
+def load_analysed(path: Path, review_file: Path, key: str) -> tuple[str, dict]:
+    """(content hash, analysed run). The run is shared between callers: read, never modify."""
+    digest = _content_key(path)
+    if digest in _analysed:
+        return digest, _analysed[digest]
+    try:
+        return digest, _remember(_analysed, digest, analyse_run(load_run(path)))
     except InputError as exc:
         raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
+
+
+def _compare(base: tuple[str, dict], cand: tuple[str, dict], labels: tuple[str, str]):
+    key = (base[0], cand[0], *labels)
+    if key not in _compared:
+        _remember(_compared, key, compare(base[1], cand[1], *labels))
+    return _compared[key]
 
 
 def run_check(
@@ -137,14 +171,16 @@ def run_check(
             f"{review.path}: [answers.{unknown[0]}] names no item of rubric {rubric.path}"
             f"{closest(unknown[0], ids)}"
         )
-    baseline = load_analysed(review.baseline, review.path, "runs.baseline")
-    candidates = [
+    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline")
+    cand_loaded = [
         (p, load_analysed(p, review.path, f"runs.candidates[{i}]"))
         for i, p in enumerate(review.candidates)
     ]
+    baseline = base_loaded[1]
+    candidates = [(p, loaded[1]) for p, loaded in cand_loaded]
     comparisons = [
-        compare(baseline, c, review.relative(review.baseline), review.relative(p))
-        for p, c in candidates
+        _compare(base_loaded, loaded, (review.relative(review.baseline), review.relative(p)))
+        for p, loaded in cand_loaded
     ]
     warnings = [w for c in comparisons for w in c.warnings]
     for label, doc in [("baseline", baseline)] + [(review.relative(p), d) for p, d in candidates]:

@@ -169,23 +169,42 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
-def datasets(node) -> list[list[dict]]:
-    """Every inline `data.values` list in a spec, depth first."""
+def datasets(node, root=None) -> list[list[dict]]:
+    """Every inline dataset a spec's marks use (`data.values`, or a named top-level dataset)."""
+    root = node if root is None else root
     found = []
     if isinstance(node, dict):
         data = node.get("data")
-        if isinstance(data, dict) and "values" in data:
-            found.append(data["values"])
-        for value in node.values():
-            found += datasets(value)
+        if isinstance(data, dict):
+            if "values" in data:
+                found.append(data["values"])
+            elif "name" in data:
+                found.append(root["datasets"][data["name"]])
+        for key, value in node.items():
+            if key != "datasets":
+                found += datasets(value, root)
     elif isinstance(node, list):
         for value in node:
-            found += datasets(value)
+            found += datasets(value, root)
     return found
+
+
+def values(spec: dict, node: dict) -> list[dict]:
+    """The rows of one layer (or the top level), through a named dataset if need be."""
+    data = node["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
 
 
 def rows_with(spec: dict, key: str) -> list[dict]:
     return [row for values in datasets(spec) for row in values if key in row]
+
+
+def test_chart_builders_are_memoised_on_their_input():
+    rows = forest_rows()
+    first = charts.forest(rows)
+    assert charts.forest(forest_rows()) is first  # equal input: the stored spec
+    rows[0]["ratio"] *= 1.5
+    assert charts.forest(rows) is not first  # changed input: built again
 
 
 @pytest.mark.parametrize(("name", "fn", "build", "label"), CASES, ids=IDS)
@@ -202,7 +221,9 @@ def test_spec_is_valid_inline_deterministic_and_renders(name, fn, build, label):
         assert config[section]["labelFont"] == FONT
         assert config[section]["titleFont"] == FONT
     assert config["title"]["font"] == FONT
-    assert fn(build()) == spec  # same input, same dict
+    charts._SPEC_MEMO.clear()  # rebuild for real: the memo would hand back the same object
+    again = fn(build())
+    assert again == spec and again is not spec  # same input, same dict
 
     svg = charts.to_svg(spec)
     assert svg.startswith("<svg")
@@ -216,7 +237,7 @@ def test_empty_input_shows_no_data(name, fn, build, label):
     spec = fn([])
     charts.validate(spec)
     assert spec["mark"]["type"] == "text"
-    assert spec["data"]["values"] == [{"message": "no data"}]
+    assert values(spec, spec) == [{"message": "no data"}]
     assert ">no data<" in charts.to_svg(spec)
 
 
@@ -313,7 +334,7 @@ def test_latency_keeps_the_slowest_workloads_by_p50_of_any_run():
 def test_forest_sorts_by_ratio_and_marks_one():
     spec = charts.forest(forest_rows())
     one, _intervals, dots = spec["layer"]
-    assert one["data"]["values"] == [{"ratio": 1.0}]
+    assert values(spec, one) == [{"ratio": 1.0}]
     assert dots["encoding"]["y"]["sort"] == ["matmul 4096", "layernorm", "softmax 8192"]
     colour = dots["encoding"]["color"]["scale"]
     assert dict(zip(colour["domain"], colour["range"], strict=True)) == charts.VERDICT_COLOURS
@@ -349,8 +370,8 @@ def test_trade_view_says_not_available_instead_of_zero():
     spec = charts.trade_view(trade_rows())
     energy = next(p for p in spec["concat"] if p["title"].startswith("Energy"))
     bars, missing = energy["layer"]
-    assert [r["candidate"] for r in bars["data"]["values"]] == ["baseline"]
-    assert missing["data"]["values"] == [{"candidate": "candidate 1", "label": "not available"}]
+    assert [r["candidate"] for r in values(spec, bars)] == ["baseline"]
+    assert values(spec, missing) == [{"candidate": "candidate 1", "label": "not available"}]
     assert missing["mark"]["type"] == "text"
     titles = [p["title"] for p in spec["concat"]]
     assert titles[0].endswith("higher is better")
