@@ -265,6 +265,11 @@ def resolve_inside(
             f"{file}: key {key!r} = {relative!r} does not exist (looked for {path}); fix the "
             "path, relative to the review file"
         )
+    if must_exist and path.is_dir() and not (path / "run.json").is_file():
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} is a folder without a run.json; point at a run "
+            "bundle folder or at a file"
+        )
     return path
 
 

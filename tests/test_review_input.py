@@ -60,6 +60,7 @@ def test_malformed_toml_names_line_and_column(folder):
         ),
         (lambda r: r["evidence"].update(quality="evidence/missing.json"), "does not exist"),
         (lambda r: r["evidence"].update(power="a\x00b"), "is not a usable path"),
+        (lambda r: r["evidence"].update(power="evidence"), "is a folder without a run.json"),
         (
             lambda r: r["answers"]["senior-question"].update(evidence="runs/gone.json#x"),
             "'answers.senior-question.evidence' = 'runs/gone.json' does not exist",
