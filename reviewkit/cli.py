@@ -263,6 +263,7 @@ def demo(
 
     suite.plan_specs(profile, ("fp32", "bf16"), None)  # fail on a bad profile before measuring
     console = stdout_console()
+    console.soft_wrap = True  # paths and URLs stay on one line, whole and copyable
     result = run_demo(
         out, profile, device, pdf=not no_pdf, say=lambda msg: stderr.print(msg, highlight=False)
     )
