@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reviewkit.compare import SLOWER, Comparison, WorkloadComparison
+from reviewkit.hashing import sha256_file
 from reviewkit.review import Disproof, Review
 
 PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
@@ -54,13 +54,8 @@ class Context:
     _sha: dict = field(default_factory=dict)
 
     def sha256(self, path: Path) -> str:
-        path = path / "run.json" if path.is_dir() else path
         if path not in self._sha:
-            digest = hashlib.sha256()
-            with path.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
-            self._sha[path] = digest.hexdigest()
+            self._sha[path] = sha256_file(path)
         return self._sha[path]
 
     def artifact(self, label: str, path: Path) -> Evidence:

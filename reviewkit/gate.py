@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from reviewkit.checks import (
 )
 from reviewkit.compare import Comparison, compare
 from reviewkit.errors import InputError
+from reviewkit.hashing import sha256_file
 from reviewkit.review import Review, load_review
 from reviewkit.rubric import Rubric, RubricItem, load_rubric
 
@@ -125,11 +125,10 @@ _compared: dict[tuple[str, str, str, str], Comparison] = {}
 
 
 def _content_key(path: Path) -> str:
-    file = path / "run.json" if path.is_dir() else path
     try:
-        return hashlib.sha256(file.read_bytes()).hexdigest()
+        return sha256_file(path)
     except OSError:
-        return f"unreadable:{file}"  # load_run reports it properly
+        return f"unreadable:{path}"  # load_run reports it properly
 
 
 def _remember(memo: dict, key, value):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from reviewkit import __version__
 from reviewkit.checks import PASS, STATUS_ORDER
 from reviewkit.errors import InputError, ReviewkitError
 from reviewkit.gate import Report, run_check
+from reviewkit.hashing import sha256_file
 
 PACKET_SCHEMA_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent.parent / "report_templates"
@@ -202,14 +202,6 @@ def _slices(report: Report) -> list[dict]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _artifacts(report: Report) -> list[dict]:
     r = report.review
     files = [("review file", r.path), ("baseline run", _run_file(r.baseline))]
@@ -233,7 +225,7 @@ def _artifacts(report: Report) -> list[dict]:
                 "label": label,
                 "path": r.relative(path),
                 "bytes": path.stat().st_size,
-                "sha256": _sha256(path),
+                "sha256": sha256_file(path),
             }
         )
     return out

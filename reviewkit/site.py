@@ -16,6 +16,7 @@ from pathlib import Path
 
 from reviewkit import __version__
 from reviewkit.errors import InputError, ReviewkitError
+from reviewkit.hashing import sha256_file
 from reviewkit.packet import (
     TEMPLATES,
     _environment_jinja,
@@ -82,24 +83,16 @@ def discover(site_dir: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob(f"*/{REVIEW_FILE}"))
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _render_salt(pdf: bool, rubric: Path | None) -> str:
     """The code and templates a decision is rendered with, as a hash."""
     from reviewkit.rubric import DEFAULT_RUBRIC
 
     digest = hashlib.sha256(f"{__version__}|pdf={pdf}".encode())
     for name in RENDER_INPUTS:
-        digest.update(_sha256_file(TEMPLATES / name).encode())
-    digest.update(_sha256_file(rubric or DEFAULT_RUBRIC).encode())
+        digest.update(sha256_file(TEMPLATES / name).encode())
+    digest.update(sha256_file(rubric or DEFAULT_RUBRIC).encode())
     for module in ("packet.py", "charts.py", "checks.py", "gate.py", "compare.py", "analysis.py"):
-        digest.update(_sha256_file(Path(__file__).parent / module).encode())
+        digest.update(sha256_file(Path(__file__).parent / module).encode())
     return digest.hexdigest()
 
 
@@ -112,7 +105,7 @@ def input_hash(folder: Path, salt: str) -> str:
     digest = hashlib.sha256(salt.encode())
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(path.relative_to(folder).as_posix().encode())
-        digest.update(_sha256_file(path).encode())
+        digest.update(sha256_file(path).encode())
     return digest.hexdigest()
 
 
@@ -166,7 +159,7 @@ def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
     for folder in folders:
         for run_file in sorted(folder.rglob("run.json")):
             try:
-                digest = _sha256_file(run_file)
+                digest = sha256_file(run_file)
                 if digest in seen:
                     continue
                 seen.add(digest)
