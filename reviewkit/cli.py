@@ -258,15 +258,33 @@ def demo(
     no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDFs"),
 ) -> None:
     """The embedded default: measure fp32 and bf16 here, review, check, render, publish."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from reviewkit.demo import run_demo
     from reviewkit.report import stdout_console
 
     suite.plan_specs(profile, ("fp32", "bf16"), None)  # fail on a bad profile before measuring
     console = stdout_console()
     console.soft_wrap = True  # paths and URLs stay on one line, whole and copyable
-    result = run_demo(
-        out, profile, device, pdf=not no_pdf, say=lambda msg: stderr.print(msg, highlight=False)
-    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=None)
+        result = run_demo(
+            out,
+            profile,
+            device,
+            pdf=not no_pdf,
+            say=lambda msg: stderr.print(msg, highlight=False),
+            on_progress=lambda label, done, total: bar.update(
+                task, description=label[:50], completed=done, total=total
+            ),
+        )
     console.print(f"review:  {result['review']}")
     console.print(
         f"gate:    {result['verdict']} ({len(result['red_flags'])} red flags: "

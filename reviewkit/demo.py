@@ -67,6 +67,7 @@ def run_demo(
     device: str = "cpu",
     pdf: bool = True,
     say: Callable[[str], None] = print,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Measure baseline and candidate, write the review, check it, render it, build the site."""
     from reviewkit import measure
@@ -86,7 +87,7 @@ def run_demo(
     runs = {}
     for label, dtype in (("baseline-fp32", "fp32"), ("candidate-bf16", "bf16")):
         say(f"measuring the {profile} suite in {dtype} on {device} ...")
-        doc = analyse_run(measure.run(measure.RunRequest(profile, device, (dtype,))))
+        doc = analyse_run(measure.run(measure.RunRequest(profile, device, (dtype,)), on_progress))
         if not doc["complete"]:
             raise KeyboardInterrupt
         write_run(decision / "runs" / label, doc)
