@@ -309,6 +309,9 @@ def site_build(
     out: Path = typer.Option(..., "--out", help="folder to build the site into"),
     rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
     no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDF of each packet"),
+    jobs: int | None = typer.Option(
+        None, help="processes rendering decisions (default: one per core when many PDFs)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print what was built as JSON"),
 ) -> None:
     """Build the static site: index, one packet per decision, red flags, trends, rubric."""
@@ -324,11 +327,14 @@ def site_build(
         transient=True,
     ) as bar:
         task = bar.add_task("decisions", total=None)
+        if jobs is not None and jobs < 1:
+            raise UsageError(f"--jobs {jobs}: expected a positive integer")
         result = build_site(
             site_dir,
             out,
             pdf=not no_pdf,
             rubric=rubric,
+            jobs=jobs,
             progress=lambda label, done, total: bar.update(
                 task, description=label[:40], completed=done, total=total
             ),

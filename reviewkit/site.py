@@ -187,14 +187,57 @@ def _slug_ok(slug: str) -> bool:
     return re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", slug) is not None
 
 
+# PDFs cost ~5 s a decision; from this many to render, worker processes (one per core) pay
+# for their ~2 s start-up. Spawned, not forked: vl-convert's V8 hangs in a forked child.
+PARALLEL_FROM = 4
+
+
+def _render_job(
+    slug: str, folder: str, target: str, pdf: bool, rubric: str | None
+) -> tuple[str, str, dict | None, str, float]:
+    """Render one decision; a failure is returned as data so the others still build."""
+    start = time.perf_counter()
+    try:
+        model = _render_decision(Path(folder), Path(target), pdf, Path(rubric) if rubric else None)
+    except (ReviewkitError, OSError, ValueError) as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        return slug, "failed", None, str(exc), time.perf_counter() - start
+    summary = {**_summary(slug, model), "has_pdf": pdf}
+    return slug, "rendered", summary, "", time.perf_counter() - start
+
+
+def _render_all(
+    todo: list[tuple[str, Path, Path, str]], pdf: bool, rubric: Path | None, workers: int
+):
+    """Yield each decision's result as it completes, in one process or in several."""
+    args = [(slug, str(folder), str(target), pdf, str(rubric) if rubric else None)
+            for slug, folder, target, _ in todo]  # fmt: skip
+    if workers <= 1 or len(args) <= 1:
+        for a in args:
+            yield _render_job(*a)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [pool.submit(_render_job, *a) for a in args]
+        for future in concurrent.futures.as_completed(futures):
+            yield future.result()
+
+
 def build_site(
     site_dir: Path | str,
     out_dir: Path | str,
     pdf: bool = True,
     rubric: Path | str | None = None,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> SiteResult:
-    """Build into a temporary folder beside DIR and swap it in; unchanged decisions are reused."""
+    """Build into a temporary folder beside DIR and swap it in; unchanged decisions are reused.
+
+    jobs: processes rendering decisions (default: one per core when many PDFs are due).
+    """
     from reviewkit import charts
 
     start = time.perf_counter()
@@ -212,19 +255,16 @@ def build_site(
     manifest: dict = {"version": MANIFEST_VERSION, "decisions": {}}
     try:
         write_shared_assets(tmp / "assets")
-        for i, folder in enumerate(folders):
+        by_slug: dict[str, DecisionResult] = {}
+        jobs_todo: list[tuple[str, Path, Path, str]] = []
+        for folder in folders:
             slug = folder.name
-            say(slug, i, len(folders))
-            t = time.perf_counter()
             target = tmp / DECISIONS / slug
             if not _slug_ok(slug):
-                results.append(
-                    DecisionResult(
-                        slug,
-                        "failed",
-                        error=(f"folder name {slug!r}: use letters, digits, '.', '_' and '-' only"),
-                    )
-                )
+                by_slug[slug] = DecisionResult(
+                    slug, "failed",
+                    error=f"folder name {slug!r}: use letters, digits, '.', '_' and '-' only",
+                )  # fmt: skip
                 continue
             digest = input_hash(folder, salt)
             old = previous.get(slug)
@@ -232,26 +272,25 @@ def build_site(
             if old and old.get("hash") == digest and (old_dir / "packet.json").exists():
                 # Hard links: no bytes copied, and the old site stays intact until the swap.
                 shutil.copytree(old_dir, target, copy_function=os.link)
-                summary = old["summary"]
-                results.append(
-                    DecisionResult(slug, "unchanged", summary, seconds=time.perf_counter() - t)
-                )
+                by_slug[slug] = DecisionResult(slug, "unchanged", old["summary"])
+                manifest["decisions"][slug] = {"hash": digest, "summary": old["summary"]}
             else:
-                try:
-                    model = _render_decision(folder, target, pdf, rubric)
-                except (ReviewkitError, OSError, ValueError) as exc:
-                    shutil.rmtree(target, ignore_errors=True)
-                    results.append(
-                        DecisionResult(
-                            slug, "failed", error=str(exc), seconds=time.perf_counter() - t
-                        )
-                    )
-                    continue
-                summary = {**_summary(slug, model), "has_pdf": pdf}
-                results.append(
-                    DecisionResult(slug, "rendered", summary, seconds=time.perf_counter() - t)
-                )
-            manifest["decisions"][slug] = {"hash": digest, "summary": summary}
+                jobs_todo.append((slug, folder, target, digest))
+        if jobs is not None:
+            workers = jobs
+        elif pdf and len(jobs_todo) >= PARALLEL_FROM:
+            workers = os.cpu_count() or 1
+        else:
+            workers = 1
+        for done, (slug, status, summary, error, seconds) in enumerate(
+            _render_all(jobs_todo, pdf, rubric, workers)
+        ):
+            say(slug, done + 1, len(jobs_todo))
+            by_slug[slug] = DecisionResult(slug, status, summary or {}, error, seconds)
+            if status == "rendered":
+                digest = next(d for s_, _, _, d in jobs_todo if s_ == slug)
+                manifest["decisions"][slug] = {"hash": digest, "summary": summary}
+        results = [by_slug[f.name] for f in folders]
         say("site pages", len(folders), len(folders))
         _write_pages(tmp, results, folders, rubric, charts)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -43,6 +43,20 @@ def test_build_incremental_rebuild(log, tmp_path):
     assert not list(tmp_path.glob(".out.*")), "temporary folders left behind"
 
 
+def test_worker_processes_build_the_same_site(log, tmp_path):
+    (log / "decisions" / "beta" / "review.toml").write_text("schema_version = 1\ntitle = [\n")
+    serial = build_site(log, tmp_path / "serial", pdf=False, jobs=1)
+    parallel = build_site(log, tmp_path / "parallel", pdf=False, jobs=2)
+    assert [(d.slug, d.status) for d in parallel.decisions] == [
+        (d.slug, d.status) for d in serial.decisions
+    ]
+    assert [d.slug for d in parallel.failed] == ["beta"]
+    for page in ("index.html", "decisions/alpha/packet.html", "decisions/gamma/packet.json"):
+        assert (tmp_path / "serial" / page).read_bytes() == (
+            tmp_path / "parallel" / page
+        ).read_bytes()
+
+
 def test_broken_decision_is_named_and_the_rest_build(log, tmp_path):
     (log / "decisions" / "beta" / "review.toml").write_text("schema_version = 1\ntitle = [\n")
     out = tmp_path / "out"
