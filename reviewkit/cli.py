@@ -298,6 +298,64 @@ def demo(
         raise typer.Exit(1)
 
 
+@app.command()
+@_user_errors
+def quality(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    dtype: str = typer.Option("bf16,fp16,int8", help="lower precisions to check, comma-separated"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    out: Path = typer.Option(Path("quality.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Quality drift of every workload in lower precision against a float64 reference."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from reviewkit.bundle import write_json_atomic
+    from reviewkit.quality import measure_quality
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("quality", total=None)
+        doc = measure_quality(
+            profile,
+            device,
+            _dtypes(dtype),
+            only,
+            lambda label, done, total: bar.update(
+                task, description=label[:50], completed=done, total=total
+            ),
+        )
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    write_json_atomic(out, doc)
+    if as_json:
+        _emit_json(doc)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Relative error against float64 ({out})", title_justify="left")
+    for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
+        table.add_column(col)
+    for r in doc["results"]:
+        table.add_row(
+            r["id"],
+            r["dtype"],
+            r["status"],
+            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:40],
+            f"{r['max_abs_error']:.2e}" if "max_abs_error" in r else "",
+            f"{r['top1_agreement']:.3f}" if "top1_agreement" in r else "",
+            f"{r['kl_divergence']:.2e}" if "kl_divergence" in r else "",
+        )
+    from reviewkit.report import stdout_console
+
+    stdout_console().print(table)
+
+
 site_app = typer.Typer(no_args_is_help=True, help="Publish the decisions log as a static site.")
 app.add_typer(site_app, name="site")
 

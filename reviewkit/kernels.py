@@ -35,8 +35,14 @@ def _inputs(spec: WorkloadSpec, device: torch.device, gen: torch.Generator):
     return [_tensor(t.shape, t.dtype, device, gen) for t in spec.inputs]
 
 
-def _module(module: nn.Module, spec: WorkloadSpec, device: torch.device) -> nn.Module:
-    return module.to(device=device, dtype=TORCH_DTYPES[spec.dtype]).eval()
+def _module(
+    module: nn.Module,
+    spec: WorkloadSpec,
+    device: torch.device,
+    transform: ModuleTransform | None = None,
+) -> nn.Module:
+    module = module.to(device=device, dtype=TORCH_DTYPES[spec.dtype]).eval()
+    return transform(module) if transform else module
 
 
 class GPTDecoder(nn.Module):
@@ -71,8 +77,17 @@ class GPTDecoder(nn.Module):
         return self.lm_head(self.norm(x))
 
 
-def build(spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
-    """A zero-argument callable that runs the workload once (inference, no autograd)."""
+ModuleTransform = Callable[[nn.Module], nn.Module]
+
+
+def build(
+    spec: WorkloadSpec, device: torch.device, module_transform: ModuleTransform | None = None
+) -> Callable[[], object]:
+    """A zero-argument callable that runs the workload once (inference, no autograd).
+
+    module_transform rewrites the nn.Module of a block or model workload after it is built
+    (int8 dynamic quantisation, say); functional kernels have no module and ignore it.
+    """
     gen = torch.Generator().manual_seed(INPUT_SEED)
     p = spec.params
     k = spec.kernel
@@ -121,19 +136,24 @@ def build(spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
         return lambda: F.embedding(ids, table)
     if k == "mlp_block":
         d, f = p["hidden"], p["ffn"]
-        block = _module(nn.Sequential(nn.Linear(d, f), nn.GELU(), nn.Linear(f, d)), spec, device)
+        block = _module(
+            nn.Sequential(nn.Linear(d, f), nn.GELU(), nn.Linear(f, d)),
+            spec,
+            device,
+            module_transform,
+        )
         (x,) = _inputs(spec, device, gen)
         return lambda: block(x)
     if k == "encoder_layer":
         layer = nn.TransformerEncoderLayer(
             p["hidden"], p["heads"], p["ffn"], dropout=0.0, activation="gelu", batch_first=True
         )
-        layer = _module(layer, spec, device)
+        layer = _module(layer, spec, device, module_transform)
         (x,) = _inputs(spec, device, gen)
         return lambda: layer(x)
     if k == "gpt_decoder":
         model = GPTDecoder(p["vocab"], p["seq"], p["hidden"], p["heads"], p["ffn"], p["layers"])
-        model = _module(model, spec, device)
+        model = _module(model, spec, device, module_transform)
         ids = torch.randint(0, p["vocab"], (p["batch"], p["seq"]), generator=gen).to(device)
         return lambda: model(ids)
     raise ValueError(f"no builder for kernel {k!r} (workload {spec.id})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,17 @@ def make_run(
     return folder
 
 
+def quality_doc(rel_error: float = 3e-3, top1: float = 1.0, kl: float = 1e-6) -> dict:
+    """A `reviewkit quality` result for bf16 (rel. error near bf16's 2^-9 unit roundoff)."""
+    return {"kind": "reviewkit.quality", "schema_version": 1, "reference": "fp64", "results": [
+        {"id": "gemm.toy-ffn-up.b1s128", "layer_type": "gemm", "dtype": "bf16", "status": "ok",
+         "rel_error": rel_error, "max_abs_error": 0.01},
+        {"id": "model.toy-decoder.b1s256", "layer_type": "model", "dtype": "bf16", "status": "ok",
+         "rel_error": rel_error, "max_abs_error": 0.02, "top1_agreement": top1,
+         "kl_divergence": kl},
+    ]}  # fmt: skip
+
+
 def complete_review() -> dict:
     """A review that answers every rubric item: baseline fp32, candidate bf16."""
     return {
@@ -118,8 +130,9 @@ def write_review(
     make_run(folder / "runs" / "cand", **{"dtype": "bf16", "speedup": 2.5, "seed": 1,
                                           **(cand_kw or {})})  # fmt: skip
     (folder / "evidence").mkdir(exist_ok=True)
-    for name in ("trace.json", "soak.json", "quality.json", "power.json"):
+    for name in ("trace.json", "soak.json", "power.json"):
         (folder / "evidence" / name).write_text('{"note": "test artifact"}\n')
+    (folder / "evidence" / "quality.json").write_text(json.dumps(quality_doc()) + "\n")
     path = folder / "review.toml"
     path.write_text(tomlkit.dumps(review))
     return path

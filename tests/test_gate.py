@@ -109,6 +109,45 @@ def test_closure_names_every_missing_piece(tmp_path):
     assert report.verdict == "fail"
 
 
+@pytest.mark.parametrize(
+    "doc,status,needle",
+    [
+        ({"rel_error": 0.05}, "fail", "relative error 5.00e-02 > 0.01"),  # bf16 tolerance 1e-2
+        ({"top1": 0.9}, "fail", "top-1 agreement 0.900 < 0.99"),
+        ({"kl": 0.01}, "fail", "KL 1.00e-02 > 0.001"),
+        ({}, "pass", "within the rubric's tolerances"),
+    ],
+)
+def test_quality_evidence_is_checked_against_the_rubric(tmp_path, doc, status, needle):
+    from runfactory import quality_doc
+
+    path = write_review(tmp_path, complete_review())
+    (tmp_path / "evidence" / "quality.json").write_text(json.dumps(quality_doc(**doc)))
+    report = run_check(path)
+    finding = next(f for f in report.findings if f.item.id == "precision-quality")
+    assert finding.status == status and needle in finding.summary
+
+
+def test_quality_evidence_of_another_kind_only_warns(tmp_path):
+    path = write_review(tmp_path, complete_review())
+    (tmp_path / "evidence" / "quality.json").write_text('{"accuracy": 0.99}')
+    _, status = statuses(path)
+    assert status["precision-quality"] == "warn"
+
+
+def test_quality_evidence_without_the_candidate_dtype_fails(tmp_path):
+    from runfactory import quality_doc
+
+    path = write_review(tmp_path, complete_review())
+    doc = quality_doc()
+    for row in doc["results"]:
+        row["dtype"] = "fp16"
+    (tmp_path / "evidence" / "quality.json").write_text(json.dumps(doc))
+    report = run_check(path)
+    finding = next(f for f in report.findings if f.item.id == "precision-quality")
+    assert finding.status == "fail" and "no bf16 results" in finding.summary
+
+
 def test_tf32_counts_as_lowered_precision(tmp_path):
     review = _drop(complete_review(), "evidence", "quality")
     _, status = statuses(
@@ -187,7 +226,7 @@ def test_check_cli_exit_codes_and_json(tmp_path):
     failing = subprocess.run([*code, str(bad)], capture_output=True, text=True)
     assert failing.returncode == 1
     assert failing.stdout.index("Red flags") < failing.stdout.index("Findings")
-    assert "to clear: Measure quality" in failing.stdout
+    assert "to clear: Run `reviewkit quality" in failing.stdout
     usage = subprocess.run([*code, str(tmp_path / "nope.toml")], capture_output=True, text=True)
     assert usage.returncode == 2 and "file not found" in usage.stderr
 
