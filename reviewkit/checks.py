@@ -605,9 +605,14 @@ def perf_per_watt(ctx: Context) -> CheckResult:
         return CheckResult(
             PASS, "power evidence is cited", tuple(ctx.artifact("power evidence", p) for p in files)
         )
+    reasons = {
+        (doc.get("environment", {}).get("sensors") or {}).get("rapl", {}).get("reason")
+        for _, doc in ctx.candidates
+    } - {None, ""}
+    why = f" ({'; '.join(sorted(reasons))})" if reasons else ""
     return CheckResult(
         WARN,
-        "perf-per-watt not available: the runs carry no energy measurement "
+        f"perf-per-watt not available: the runs carry no energy measurement{why} "
         "and [evidence].power is not set; no value is estimated",
     )
 

@@ -356,6 +356,25 @@ def quality(
     stdout_console().print(table)
 
 
+@app.command()
+@_user_errors
+def sensors(
+    as_json: bool = typer.Option(False, "--json", help="print the survey as JSON"),
+) -> None:
+    """What energy, temperature and clock counters this machine exposes, or why not."""
+    from reviewkit.report import stdout_console
+    from reviewkit.sensors import survey
+
+    result = survey()
+    if as_json:
+        _emit_json(result)
+        return
+    console = stdout_console()
+    for name, entry in result.items():
+        state = "available" if entry["available"] else f"not available: {entry['reason']}"
+        console.print(f"{name:12s} {state}", highlight=False)
+
+
 site_app = typer.Typer(no_args_is_help=True, help="Publish the decisions log as a static site.")
 app.add_typer(site_app, name="site")
 

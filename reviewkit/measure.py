@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from reviewkit import __version__, ceilings, environment, kernels, suite
+from reviewkit import __version__, ceilings, environment, kernels, sensors, suite
 from reviewkit.errors import DeviceUnavailableError, UsageError
 from reviewkit.suite import WorkloadSpec
 from reviewkit.timing import SamplingPolicy, collect_samples, timed_call
@@ -448,7 +448,13 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         "profile": request.profile,
         "only": request.only,
         "suite": suite.suite_identity().to_json(),
-        "environment": {**environment.host_facts(), **_torch_build(), **_device_facts(device)},
+        "environment": {
+            **environment.host_facts(),
+            **_torch_build(),
+            **_device_facts(device),
+            # what energy, temperature and clock counters exist here, or why not
+            "sensors": sensors.survey(),
+        },
         "knobs": knobs(device, request.dtypes, request.profile),
         "sampling": asdict(policy),
         "ceilings": {},
