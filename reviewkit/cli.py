@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shlex
@@ -29,6 +30,25 @@ def _options(
     debug: bool = typer.Option(False, "--debug", help="show tracebacks for errors"),
 ) -> None:
     _state["debug"] = debug
+
+
+@contextlib.contextmanager
+def _progress(first: str = "starting"):
+    """A transient progress bar on stderr; yields the (label, done, total) callback stages take."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(first, total=None)
+        yield lambda label, done, total: bar.update(
+            task, description=label[:60], completed=done, total=total
+        )
 
 
 def _user_errors(command):
@@ -85,21 +105,7 @@ def run(
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("starting", total=None)
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            bar.update(task, description=label[:60], completed=done, total=total)
-
+    with _progress() as on_progress:
         doc = measure.run(request, on_progress)
     # The exact command line, so the whole run can be reproduced (each workload also carries
     # its own single-workload command).
@@ -258,7 +264,6 @@ def demo(
     no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDFs"),
 ) -> None:
     """The embedded default: measure fp32 and bf16 here, review, check, render, publish."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from reviewkit.demo import run_demo
     from reviewkit.report import stdout_console
@@ -267,23 +272,14 @@ def demo(
     console = stdout_console()
     console.soft_wrap = True  # paths and URLs stay on one line, whole and copyable
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=stderr,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("starting", total=None)
+    with _progress() as on_progress:
         result = run_demo(
             out,
             profile,
             device,
             pdf=not no_pdf,
             say=lambda msg: stderr.print(msg, highlight=False),
-            on_progress=lambda label, done, total: bar.update(
-                task, description=label[:50], completed=done, total=total
-            ),
+            on_progress=on_progress,
         )
     console.print(f"review:  {result['review']}")
     console.print(
@@ -309,27 +305,17 @@ def quality(
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Quality drift of every workload in lower precision against a float64 reference."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from reviewkit.bundle import write_json_atomic
     from reviewkit.quality import measure_quality
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=stderr,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("quality", total=None)
+    with _progress("quality") as on_progress:
         doc = measure_quality(
             profile,
             device,
             _dtypes(dtype),
             only,
-            lambda label, done, total: bar.update(
-                task, description=label[:50], completed=done, total=total
-            ),
+            on_progress,
         )
     doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
     write_json_atomic(out, doc)
@@ -392,29 +378,18 @@ def site_build(
     as_json: bool = typer.Option(False, "--json", help="print what was built as JSON"),
 ) -> None:
     """Build the static site: index, one packet per decision, red flags, trends, rubric."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from reviewkit.site import build_site
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=stderr,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("decisions", total=None)
-        if jobs is not None and jobs < 1:
-            raise UsageError(f"--jobs {jobs}: expected a positive integer")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: expected a positive integer")
+    with _progress("decisions") as on_progress:
         result = build_site(
             site_dir,
             out,
             pdf=not no_pdf,
             rubric=rubric,
             jobs=jobs,
-            progress=lambda label, done, total: bar.update(
-                task, description=label[:40], completed=done, total=total
-            ),
+            progress=on_progress,
         )
     if as_json:
         _emit_json(result.to_json())

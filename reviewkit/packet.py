@@ -622,7 +622,7 @@ class PacketResult:
         }
 
 
-def _write_pdf(html_text: str, base: Path, model: dict, report: Report, target: Path) -> None:
+def _write_pdf(html_text: str, base: Path, report: Report, target: Path) -> None:
     import weasyprint
     from weasyprint.urls import URLFetcher
 
@@ -725,7 +725,7 @@ def render_into(
     if printed is not None:
         t = time.perf_counter()
         say("rendering PDF")
-        _write_pdf(printed, folder, model, report, folder / "packet.pdf")
+        _write_pdf(printed, folder, report, folder / "packet.pdf")
         timings["pdf_s"] = time.perf_counter() - t
     return model, timings
 

@@ -233,7 +233,7 @@ def test_weasyprint_warnings_fail_the_render(tmp_path):
     report = run_check(review)
     html = '<html><body><p style="overflow-x: auto">x</p></body></html>'
     with pytest.raises(PacketError, match="overflow-x"):
-        _write_pdf(html, tmp_path, {}, report, tmp_path / "x.pdf")
+        _write_pdf(html, tmp_path, report, tmp_path / "x.pdf")
 
 
 def test_cli_packet_refuses_the_review_folder_and_reports_json(tmp_path):
