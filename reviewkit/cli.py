@@ -344,6 +344,76 @@ def quality(
 
 @app.command()
 @_user_errors
+def sweep(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    dtype: str = typer.Option("fp32", help="one dtype: fp32 | bf16 | fp16"),
+    only: str = typer.Option("model.*", help="glob(s) over workload ids"),
+    sla_p99_s: float | None = typer.Option(
+        None, "--sla-p99-s", help="search the highest load whose p99 meets this SLA (seconds)"
+    ),
+    min_queries: int | None = typer.Option(None, help="queries a level needs to be valid"),
+    min_duration_s: float | None = typer.Option(None, help="seconds a level needs to be valid"),
+    out: Path = typer.Option(Path("sweep.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Latency-throughput sweep (single-stream, server with Poisson arrivals, offline)."""
+    import dataclasses
+
+    from reviewkit import loadgen
+    from reviewkit.bundle import write_json_atomic
+
+    if profile not in suite.PROFILES:
+        choices = ", ".join(suite.PROFILES)
+        raise UsageError(f"--profile {profile!r} is unknown; choose one of {choices}")
+    if dtype not in suite.DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(suite.DTYPES)}")
+    rules = loadgen.VALIDITY[profile]
+    if min_queries is not None:
+        if min_queries < 1:
+            raise UsageError(f"--min-queries {min_queries}: expected a positive integer")
+        rules = dataclasses.replace(rules, min_queries=min_queries)
+    if min_duration_s is not None:
+        if min_duration_s < 0:
+            raise UsageError(f"--min-duration-s {min_duration_s}: expected seconds >= 0")
+        rules = dataclasses.replace(rules, min_duration_s=min_duration_s)
+    from reviewkit.sweep import render_rows, run_sweep
+
+    with _progress("sweep") as on_progress:
+        doc = run_sweep(profile, device, dtype, only, sla_p99_s, rules, on_progress)
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    write_json_atomic(out, doc)
+    if as_json:
+        _emit_json(doc)
+        return
+    from rich.table import Table
+
+    from reviewkit.report import stdout_console
+
+    table = Table(title=f"Latency-throughput sweep ({out})", title_justify="left")
+    for col in ("workload", "scenario", "offered/s", "achieved/s", "p50", "p99", "max", "valid"):
+        table.add_column(col)
+    for row in render_rows(doc):
+        table.add_row(*row)
+    console = stdout_console()
+    console.print(table)
+    for w in doc["workloads"]:
+        knee = w.get("knee", {})
+        line = (f"{w['id']}: knee at {knee['rate_per_s']:.3g} queries/s ({knee['rule']})"
+                if knee.get("found") else f"{w['id']}: {knee.get('rule', w.get('reason', ''))}")
+        console.print(line, highlight=False, soft_wrap=True)
+        if "sla" in w:
+            s = w["sla"]
+            console.print(
+                f"  SLA p99 <= {s['p99_s'] * 1e3:.3g} ms: "
+                + (f"met up to {s['max_rate_per_s']:.3g} queries/s" if s["met"]
+                   else "not met at any valid level"),
+                highlight=False, soft_wrap=True,
+            )
+
+
+@app.command()
+@_user_errors
 def sensors(
     as_json: bool = typer.Option(False, "--json", help="print the survey as JSON"),
 ) -> None:
