@@ -10,7 +10,9 @@ from pathlib import Path
 
 from reviewkit.errors import BundleError
 
-SCHEMA_VERSION = 1
+# 2: every workload carries `energy` (metered over its measured window, or why not), and the
+# run its `energy_meter`. Version 1 bundles load through migrate_v1_to_v2.
+SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
 KIND = "reviewkit.run"
 
@@ -68,13 +70,50 @@ def load_run(path: Path | str) -> dict:
             "pass the run.json that `reviewkit run` wrote"
         )
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
+    # type(...) is int: JSON's true would compare equal to 1, and 1.0 is no version we wrote
+    if not (type(version) is int and (version in MIGRATIONS or version == SCHEMA_VERSION)):
+        older = ", ".join(str(v) for v in sorted(MIGRATIONS))
         raise BundleError(
             f"{file}: schema_version {version!r} but this reviewkit reads version "
-            f"{SCHEMA_VERSION}; re-measure with `reviewkit run` or use the reviewkit release "
-            "that wrote it"
+            f"{SCHEMA_VERSION} (and migrates version {older} on load); re-measure with "
+            "`reviewkit run` or use the reviewkit release that wrote it"
         )
     for key in ("suite", "environment", "knobs", "ceilings", "workloads"):
         if key not in doc:
             raise BundleError(f"{file}: key {key!r} is missing; the bundle is damaged, re-run it")
+    while doc["schema_version"] != SCHEMA_VERSION:
+        doc = MIGRATIONS[doc["schema_version"]](doc)
     return doc
+
+
+# --- migrations: an older bundle is read as the current schema, in memory (never rewritten) ----
+
+V1_NO_ENERGY = "recorded with run.json schema 1, before energy was metered"
+V1_NO_SENSORS = "recorded with run.json schema 1, before sensors were surveyed"
+
+
+def migrate_v1_to_v2(doc: dict) -> dict:
+    """Schema 1 -> 2: no workload of a v1 run was metered, so each gets `energy` absent, with
+    that reason; `environment.sensors` (surveyed by later v1 runs) is kept, else absent with a
+    reason; `energy_meter` likewise. Returns a new document with `migrated_from: 1`."""
+    out = {**doc, "schema_version": 2, "migrated_from": doc.get("migrated_from", 1)}
+    out["workloads"] = [
+        w if "energy" in w else {**w, "energy": {"available": False, "reason": V1_NO_ENERGY}}
+        for w in doc["workloads"]
+    ]
+    env = dict(doc.get("environment") or {})
+    if "sensors" not in env:
+        absent = {"available": False, "reason": V1_NO_SENSORS}
+        env["sensors"] = {
+            "rapl": {**absent, "domains": []},
+            "nvml_energy": dict(absent),
+            "thermal": {**absent, "celsius": {}},
+            "cpu_clocks": {**absent, "mhz": {}},
+        }
+    out["environment"] = env
+    out.setdefault("energy_meter", {"available": False, "reason": V1_NO_ENERGY})
+    return out
+
+
+# schema_version -> the function that lifts a document of that version one step
+MIGRATIONS = {1: migrate_v1_to_v2}

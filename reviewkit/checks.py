@@ -600,20 +600,71 @@ def stack_maturity(ctx: Context) -> CheckResult:
 
 @check("perf-per-watt")
 def perf_per_watt(ctx: Context) -> CheckResult:
+    """Work per joule of every run, from the energy metered over each workload's window.
+
+    Pass when the baseline and every candidate carry energy for all their measured workloads
+    (quoting each run's time-weighted total, and its model workload where there is one), or
+    when [evidence].power is cited; else warn with the runs' reasons. Nothing is estimated.
+    """
+    from reviewkit.analysis import energy_aggregate, energy_reason, measured
+
+    runs = [("baseline", ctx.baseline)] + [
+        (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(ctx.candidates)
+    ]
+    totals = {label: energy_aggregate(measured(doc)) for label, doc in runs}
     files = ctx.review.evidence.get("power", ())
-    if files:
-        return CheckResult(
-            PASS, "power evidence is cited", tuple(ctx.artifact("power evidence", p) for p in files)
+    cited = tuple(ctx.artifact("power evidence", p) for p in files)
+    if all(t["available"] for t in totals.values()):
+        parts, evidence = [], []
+        for label, doc in runs:
+            t = totals[label]
+            text = (
+                f"{label} {t['flops_per_joule'] / 1e9:.3g} GFLOP/J at {t['avg_watts']:.3g} W "
+                f"over its {t['workloads']} workload(s)"
+            )
+            model = [w for w in measured(doc) if w["layer_type"] == "model"]
+            m = energy_aggregate(model) if model else {"available": False}
+            if m["available"]:
+                text += f", model {m['flops_per_joule'] / 1e9:.3g} GFLOP/J"
+            if t["confidence"] != "high":
+                text += f" (low confidence: {t['confidence_reason']})"
+            parts.append(text)
+            evidence.append(
+                Evidence(
+                    "number",
+                    f"{label} work per joule ({t['confidence']} confidence)",
+                    value=f"{t['flops_per_joule']:.4g} FLOP/J, {t['joules']:.4g} J over "
+                    f"{t['window_s']:.4g} s; {'; '.join(t['methods'])}",
+                )
+            )
+        methods = {tuple(t["methods"]) for t in totals.values()}
+        note = (
+            "; the runs were metered by different counters, so their joules cover different "
+            "hardware"
+            if len(methods) > 1
+            else ""
         )
-    reasons = {
-        (doc.get("environment", {}).get("sensors") or {}).get("rapl", {}).get("reason")
-        for _, doc in ctx.candidates
-    } - {None, ""}
-    why = f" ({'; '.join(sorted(reasons))})" if reasons else ""
+        return CheckResult(
+            PASS,
+            "work per joule over the measured windows (time-weighted over all workloads): "
+            + "; ".join(parts)
+            + note,
+            tuple(ctx.run_artifacts()) + cited + tuple(evidence),
+        )
+    if files:
+        return CheckResult(PASS, "power evidence is cited", cited)
+    lacking: dict[str, list[str]] = {}  # reason -> the runs it applies to
+    for label, doc in runs:
+        if totals[label]["available"]:
+            continue
+        first = next((w for w in measured(doc) if energy_reason(w)), None)
+        why = energy_reason(first) if first else totals[label]["reason"]
+        lacking.setdefault(why, []).append(label)
+    whys = "; ".join(f"{', '.join(labels)}: {why}" for why, labels in lacking.items())
     return CheckResult(
         WARN,
-        f"perf-per-watt not available: the runs carry no energy measurement{why} "
-        "and [evidence].power is not set; no value is estimated",
+        f"perf-per-watt not available: the runs carry no complete energy measurement "
+        f"({whys}) and [evidence].power is not set; no value is estimated",
     )
 
 

@@ -6,10 +6,12 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
 from reviewkit import __version__, ceilings, environment, kernels, sensors, suite
+from reviewkit.analysis import energy_absent, workload_energy
 from reviewkit.errors import DeviceUnavailableError, UsageError
 from reviewkit.suite import WorkloadSpec
 from reviewkit.timing import SamplingPolicy, collect_samples, timed_call
@@ -353,6 +355,7 @@ def _base_record(spec: WorkloadSpec, reproduce: str) -> dict:
         "samples_s": [],
         "warmup_samples_s": [],
         "stopped_by": None,
+        "energy": energy_absent("not measured"),
         "reproduce": reproduce,
     }
 
@@ -366,14 +369,91 @@ def predicted_call_s(spec: WorkloadSpec, ceilings_doc: dict) -> float | None:
     return max(spec.flops / peak, spec.bytes / bw)
 
 
+# --- energy over each workload's measured window ----------------------------------------------
+
+# (meter or None, why not): what `run` found for the device, handed to every workload.
+EnergySource = tuple[sensors.WindowMeter | None, sensors.Availability]
+NO_METER_GIVEN = sensors.Availability(False, "no energy meter was given to measure_workload")
+
+
+class _EnergyWindow:
+    """The meter's start and stop as collect_samples' window hooks; a read error is data.
+
+    collect_samples calls start() just before its window clock starts and stop() just after
+    it stops, so the counters span the timed window plus two counter reads (microseconds for
+    RAPL's sysfs files and NVML's query, next to windows of 10 ms and more).
+    """
+
+    def __init__(self, meter: sensors.WindowMeter):
+        self.meter = meter
+        self.joules: dict[str, float] | None = None
+        self.error = ""
+
+    def start(self) -> None:
+        try:
+            self.meter.start()
+        except Exception as exc:
+            self.error = f"energy counter not readable at the window's start: {_first_line(exc)}"
+
+    def stop(self) -> None:
+        if self.error:
+            return
+        try:
+            self.joules = self.meter.stop()
+        except Exception as exc:
+            self.error = f"energy counter not readable at the window's end: {_first_line(exc)}"
+
+
+def energy_source(device: torch.device, powercap: Path = sensors.POWERCAP) -> EnergySource:
+    """The energy meter for this device (RAPL for cpu, NVML for cuda), or why there is none."""
+    uuid = None
+    if device.type == "cuda":
+        try:
+            uuid = str(torch.cuda.get_device_properties(device).uuid)
+        except (RuntimeError, AttributeError):
+            uuid = None  # found by index instead; the meter's method says so
+    return sensors.energy_meter(device.type, device.index, powercap, uuid)
+
+
+def energy_meter_doc(source: EnergySource) -> dict:
+    meter, ok = source
+    if meter is None:
+        return {"available": False, "reason": ok.reason}
+    return {
+        "available": True,
+        "method": meter.method,
+        "counter_update_s": meter.update_interval_s,
+        "total_of": list(meter.total_of),
+    }
+
+
+def _window_energy(window: _EnergyWindow | None, why_not: str, spec: WorkloadSpec, result) -> dict:
+    if window is None:
+        return energy_absent(why_not)
+    if window.error or window.joules is None:
+        return energy_absent(window.error or "the energy window was not closed")
+    return workload_energy(
+        window.joules,
+        window.meter.total_of,
+        result.window_s,
+        len(result.samples_s),
+        spec.flops,
+        window.meter.method,
+        window.meter.update_interval_s,
+    )
+
+
 def measure_workload(
     spec: WorkloadSpec,
     device: torch.device,
     policy: SamplingPolicy,
     ceilings_doc: dict,
     reproduce: str,
+    energy: EnergySource | None = None,
 ) -> dict:
+    """Measure one workload; with `energy`, meter its measured window (never its warm-up)."""
     record = _base_record(spec, reproduce)
+    meter, available = energy or (None, NO_METER_GIVEN)
     lower_bound = predicted_call_s(spec, ceilings_doc)
     calls = policy.warmup_calls + 1
     if lower_bound is not None and lower_bound * calls > policy.budget_s:
@@ -384,14 +464,18 @@ def measure_workload(
             f"takes at least {lower_bound:.3g} s, so {calls} calls exceed the "
             f"{policy.budget_s:g} s budget (a slow path on this device)"
         )
+        record["energy"] = energy_absent("not measured: over budget")
         return record
+    window = _EnergyWindow(meter) if meter is not None else None
+    hooks = (window.start, window.stop) if window is not None else ()
     try:
         fn = kernels.build(spec, device)
         with torch.inference_mode():
-            result = collect_samples(device_timed(fn, device), policy)
+            result = collect_samples(device_timed(fn, device), policy, time.perf_counter, *hooks)
     except Exception as exc:  # a failure is data: record it and let the run go on
         record["status"] = _failure_status(exc)
         record["reason"] = _first_line(exc)
+        record["energy"] = energy_absent(f"not measured: {record['status']}")
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return record
@@ -406,8 +490,10 @@ def measure_workload(
             f"warm-up alone used the {policy.budget_s:g} s budget "
             f"({len(result.warmup_samples_s)} call(s), last {result.warmup_samples_s[-1]:.3g} s)"
         )
+        record["energy"] = energy_absent("no measured window: the warm-up used the budget")
         return record
     record["status"] = STATUS_OK
+    record["energy"] = _window_energy(window, available.reason, spec, result)
     if result.stopped_by == "budget" and len(result.samples_s) < policy.min_samples:
         record["reason"] = (
             f"{len(result.samples_s)} samples (fewer than {policy.min_samples}): the "
@@ -423,6 +509,9 @@ class RunRequest:
     dtypes: tuple[str, ...] = suite.DTYPES
     only: str | None = None
     threads: int | None = None
+    # The RAPL powercap folder to read (None: /sys/class/powercap). A seam for tests, which
+    # point it at a fake sysfs tree; the survey in `environment.sensors` reads the same one.
+    powercap_root: str | None = None
 
 
 def plan(request: RunRequest) -> list[WorkloadSpec]:
@@ -439,6 +528,8 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         torch.set_num_threads(request.threads)
     policy = POLICIES[request.profile]
     progress = on_progress or (lambda *_: None)
+    powercap = Path(request.powercap_root) if request.powercap_root else sensors.POWERCAP
+    energy = energy_source(device, powercap)
     started = time.time()
     doc = {
         "schema_version": None,  # set by the bundle writer
@@ -453,8 +544,10 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
             **_torch_build(),
             **_device_facts(device),
             # what energy, temperature and clock counters exist here, or why not
-            "sensors": sensors.survey(),
+            "sensors": sensors.survey(powercap),
         },
+        # the counter each workload's measured window is metered with, or why there is none
+        "energy_meter": energy_meter_doc(energy),
         "knobs": knobs(device, request.dtypes, request.profile),
         "sampling": asdict(policy),
         "ceilings": {},
@@ -473,7 +566,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         for i, spec in enumerate(specs):
             progress(spec.id, i, len(specs))
             records[i] = measure_workload(
-                spec, device, policy, doc["ceilings"], records[i]["reproduce"]
+                spec, device, policy, doc["ceilings"], records[i]["reproduce"], energy
             )
         progress("done", len(specs), len(specs))
         doc["complete"] = True
@@ -484,5 +577,6 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         for record in records:
             if record["status"] == STATUS_NOT_RUN:
                 record["reason"] = "not measured: the run was interrupted before it"
+                record["energy"] = energy_absent(record["reason"])
     doc["wall_s"] = round(time.time() - started, 3)
     return doc

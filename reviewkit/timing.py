@@ -34,6 +34,10 @@ class SampleSet:
     warmup_samples_s: tuple[float, ...]
     stopped_by: str  # "target" | "max-samples" | "budget"
     wall_s: float
+    # Wall time of the measured window alone (first measured call's start to last one's end,
+    # on `clock`), loop bookkeeping included: what an energy counter read around it spans.
+    # Not the sum of the samples. 0 when warm-up used the whole budget.
+    window_s: float = 0.0
 
 
 def _noop() -> None:
@@ -55,12 +59,22 @@ def timed_call(
 
 
 def collect_samples(
-    call: Callable[[], float], policy: SamplingPolicy, clock: Clock = time.perf_counter
+    call: Callable[[], float],
+    policy: SamplingPolicy,
+    clock: Clock = time.perf_counter,
+    on_window_start: Callable[[], None] = _noop,
+    on_window_end: Callable[[], None] = _noop,
 ) -> SampleSet:
     """Warm up, then sample until the target (count and time) is met, the cap, or the budget.
 
     `call` runs the workload once and returns its duration in seconds (see `timed_call`);
     `clock` bounds the wall time. Raw samples are returned; statistics are computed elsewhere.
+
+    `on_window_start` runs once after the warm-up, just before the first measured call, and
+    `on_window_end` once just after the last one (an energy meter's start and stop), so they
+    bracket exactly the measured window; the clock is read inside them, so `window_s` is the
+    time between the two. Neither runs when the warm-up used the whole budget, nor
+    `on_window_end` when a call raises. They add nothing to the per-sample loop.
     """
     begin = clock()
     deadline = begin + policy.budget_s
@@ -75,6 +89,8 @@ def collect_samples(
     append = samples.append
     total = 0.0
     stopped_by = "target"
+    on_window_start()
+    window_begin = clock()
     while True:
         d = call()
         append(d)
@@ -88,4 +104,6 @@ def collect_samples(
         if clock() >= deadline:
             stopped_by = "budget"
             break
-    return SampleSet(tuple(samples), tuple(warmup), stopped_by, clock() - begin)
+    window_s = clock() - window_begin
+    on_window_end()
+    return SampleSet(tuple(samples), tuple(warmup), stopped_by, clock() - begin, window_s)

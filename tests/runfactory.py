@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import tomlkit
 
-from reviewkit.analysis import analyse_run
+from reviewkit.analysis import analyse_run, energy_absent, workload_energy
 from reviewkit.bundle import write_run
 
 KNOBS = {
@@ -28,6 +28,9 @@ WORKLOADS = [
 ]
 
 
+TEST_METHOD = "RAPL powercap energy_uj, package-0 (test bundle)"
+
+
 def samples(median_s: float, n: int = 200, rel_sd: float = 0.02, seed: int = 0) -> list[float]:
     """Normal samples around a median, clipped positive."""
     rng = np.random.default_rng(seed)
@@ -44,8 +47,16 @@ def make_run(
     samples_for: dict | None = None,
     status_for: dict | None = None,
     complete: bool = True,
+    energy_for: dict | None = None,
+    watts: float | None = None,
 ) -> Path:
-    """Write an analysed run bundle: each workload's median is the base median / speedup."""
+    """Write an analysed run bundle: each workload's median is the base median / speedup.
+
+    Energy (absent from the record unless asked for): `watts` gives every measured workload a
+    RAPL-like reading of `watts` x its window, the window being the sum of its samples (a real
+    window is a little longer); `energy_for` maps a workload name to {"joules", "window_s"} or
+    to a string, the reason it has none.
+    """
     workloads = []
     for i, (name, layer_type, params, flops, nbytes, median_s) in enumerate(WORKLOADS):
         if only is not None and name not in only:
@@ -62,6 +73,16 @@ def make_run(
             "samples_s": data if status == "ok" else [], "warmup_samples_s": [],
             "stopped_by": "target", "reproduce": f"reviewkit run --only '{wid}'",
         })  # fmt: skip
+        reading = (energy_for or {}).get(name)
+        if reading is None and watts is not None:
+            reading = {"joules": watts * sum(data), "window_s": sum(data)}
+        if isinstance(reading, str):
+            workloads[-1]["energy"] = energy_absent(reading)
+        elif reading is not None and status == "ok":
+            workloads[-1]["energy"] = workload_energy(
+                {"package-0": reading["joules"]}, ["package-0"], reading["window_s"], len(data),
+                flops, TEST_METHOD, 1e-3,
+            )  # fmt: skip
     doc = {
         "tool": {"name": "reviewkit", "version": "test"},
         "complete": complete,

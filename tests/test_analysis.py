@@ -11,8 +11,11 @@ from reviewkit.analysis import (
     TAIL_RISK,
     aggregate,
     analyse_run,
+    energy_aggregate,
+    energy_confidence,
     flags,
     roofline,
+    workload_energy,
 )
 
 P = 1e12  # peak FLOP/s
@@ -158,3 +161,119 @@ def test_analyse_run_recomputes_from_samples():
     assert doc["workloads"][1]["mfu"] is None
     assert doc["layer_types"]["gemm"]["mfu"] == pytest.approx(0.8)
     assert doc["layer_types_by_dtype"]["fp32"]["gemm"]["workloads"] == 1
+
+
+# --- energy: work per joule over the measured window ------------------------------------------
+
+
+def _energy(joules, window_s, calls, flops, domains=None, update_s=1e-3):
+    return workload_energy(
+        domains or {"package-0": joules}, ["package-0"] if not domains else ["package-0", "dram"],
+        window_s, calls, flops, "test meter", update_s,
+    )  # fmt: skip
+
+
+def test_workload_energy_by_hand():
+    # package-0 9 J + dram 1 J = 10 J (core 4 J lies inside the package: not added).
+    e = _energy(None, 0.5, 40, 1e9, domains={"package-0": 9.0, "dram": 1.0, "core": 4.0})
+    assert e["available"] and e["joules"] == pytest.approx(10.0)
+    assert e["joules_by_domain"] == {"package-0": 9.0, "dram": 1.0, "core": 4.0}
+    assert e["avg_watts"] == pytest.approx(20.0)  # 10 J / 0.5 s
+    assert e["flops_per_joule"] == pytest.approx(4e9)  # 1e9 FLOP x 40 calls / 10 J
+    assert e["calls_per_joule"] == pytest.approx(4.0)  # 40 calls / 10 J
+    # 0.5 s / 1 ms = 500 updates >= 100: high; a stale end is at most 2/500 = 0.4%.
+    assert e["confidence"] == "high" and "0.4%" in e["confidence_reason"]
+    assert e["method"] == "test meter" and e["counter_update_s"] == 1e-3
+
+
+def test_energy_confidence_thresholds():
+    # RAPL, 0.1 s window: 0.1 / 1e-3 = 100 updates, exactly the threshold: high.
+    assert energy_confidence(0.1, 1e-3)[0] == "high"
+    # RAPL, 0.05 s: 50 updates, low; a stale end can be 2/50 = 4% off.
+    level, why = energy_confidence(0.05, 1e-3)
+    assert level == "low" and "~4%" in why and "50 updates" in why
+    # NVML (~100 ms updates), 2 s window: 20 updates, low, 2/20 = 10%.
+    level, why = energy_confidence(2.0, 0.1)
+    assert level == "low" and "~10%" in why
+    # NVML needs 100 x 0.1 s = 10 s for high.
+    assert energy_confidence(10.0, 0.1)[0] == "high"
+
+
+def test_counter_that_did_not_advance_gives_no_value():
+    e = _energy(0.0, 0.05, 10, 1e9, update_s=0.1)
+    assert e == {"available": False, "reason": e["reason"]}
+    assert "did not advance over the 0.05 s" in e["reason"]
+    assert "no value is estimated" in e["reason"]
+
+
+def _metered(wid, layer_type, flops, joules, window_s, calls, dtype="fp32"):
+    # Samples sum to 80% of the window (the window also holds the loop's bookkeeping).
+    return {
+        **_raw_workload(dtype, flops, 1e6, [0.8 * window_s / calls] * calls),
+        "id": wid, "layer_type": layer_type,
+        "energy": _energy(joules, window_s, calls, flops),
+    }  # fmt: skip
+
+
+def test_energy_aggregate_by_hand():
+    a = _metered("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
+    b = _metered("b", "gemm", 2e9, joules=30.0, window_s=1.0, calls=10)
+    agg = energy_aggregate([a, b])
+    # Work: 1e9 x 40 + 2e9 x 10 = 6e10 FLOP over 10 + 30 = 40 J: 1.5e9 FLOP/J.
+    assert agg["flops"] == pytest.approx(6e10) and agg["joules"] == pytest.approx(40.0)
+    assert agg["flops_per_joule"] == pytest.approx(1.5e9)
+    # Time-weighted watts: (20 W x 0.5 s + 30 W x 1.0 s) / 1.5 s = 40 J / 1.5 s = 26.67 W.
+    assert agg["avg_watts"] == pytest.approx(40 / 1.5)
+    assert agg["window_s"] == pytest.approx(1.5) and agg["calls"] == 50
+    assert agg["confidence"] == "high"  # 500 and 1000 RAPL updates
+    # One reading over 0.05 s (50 updates): the aggregate is low confidence, naming it.
+    c = _metered("c", "gemm", 1e9, joules=1.0, window_s=0.05, calls=5)
+    low = energy_aggregate([a, c])
+    assert low["confidence"] == "low" and "1 of 2" in low["confidence_reason"]
+
+
+def test_energy_aggregate_is_absent_unless_every_workload_has_energy():
+    a = _metered("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
+    bare = {**_raw_workload("fp32", 1e9, 1e6, [1e-3]), "id": "bare"}
+    why = {**bare, "id": "why", "energy": {"available": False, "reason": "no RAPL here"}}
+    agg = energy_aggregate([a, bare])
+    assert agg["available"] is False
+    assert agg["reason"] == (
+        "1 of 2 measured workload(s) have no energy reading (bare: no energy recorded for "
+        "this workload)"
+    )
+    assert energy_aggregate([why])["reason"].endswith("(why: no RAPL here)")
+    assert energy_aggregate([]) == {"available": False, "reason": "no measured workloads"}
+
+
+def test_analyse_run_aggregates_energy_per_layer_type():
+    a = _metered("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
+    b = _metered("b", "gemm", 2e9, joules=30.0, window_s=1.0, calls=10, dtype="bf16")
+    n = {**_raw_workload("fp32", 1e6, 1e6, [1e-3] * 3), "id": "n", "layer_type": "norm"}
+    failed = {**_raw_workload("fp32", 1, 1, []), "id": "f", "status": "unsupported",
+              "energy": {"available": False, "reason": "not measured: unsupported"}}  # fmt: skip
+    a["energy"]["avg_watts"] = 999.0  # a stale derived number: recomputed from joules/window
+    doc = {
+        "ceilings": {
+            "compute": {"fp32": {"peak": P}, "bf16": {"peak": P}}, "bandwidth": {"peak": W},
+        },
+        "workloads": [a, b, n, failed],
+    }  # fmt: skip
+    analyse_run(doc)
+    assert doc["workloads"][0]["energy"]["avg_watts"] == pytest.approx(20.0)  # 10 J / 0.5 s
+    gemm = doc["layer_energy"]["gemm"]
+    assert gemm["available"] and gemm["flops_per_joule"] == pytest.approx(1.5e9)  # as above
+    assert gemm["avg_watts"] == pytest.approx(40 / 1.5)
+    # norm's one workload has no reading: absent, with the reason (the failed one is not
+    # measured, so it is not counted against any layer type).
+    assert doc["layer_energy"]["norm"] == {
+        "available": False,
+        "reason": "1 of 1 measured workload(s) have no energy reading (n: no energy recorded "
+        "for this workload)",
+    }
+    assert set(doc["layer_energy"]) == {"gemm", "norm"}
+    # By dtype: fp32 gemm is a alone (1e9 x 40 / 10 J = 4e9), bf16 gemm is b (2e9 x 10 / 30 J).
+    assert doc["layer_energy_by_dtype"]["fp32"]["gemm"]["flops_per_joule"] == pytest.approx(4e9)
+    assert doc["layer_energy_by_dtype"]["bf16"]["gemm"]["flops_per_joule"] == pytest.approx(
+        2e10 / 30
+    )
