@@ -75,6 +75,17 @@ def _emit_json(document: dict) -> None:
     sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
 
 
+def _save_evidence(doc: dict, out: Path, as_json: bool) -> bool:
+    """Record the command line, write the evidence file atomically; True when JSON was printed."""
+    from reviewkit.bundle import write_json_atomic
+
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    write_json_atomic(out, doc)
+    if as_json:
+        _emit_json(doc)
+    return as_json
+
+
 def _default_out(profile: str, device: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     return Path("runs") / f"{stamp}-{profile}-{device.replace(':', '')}"
@@ -306,7 +317,6 @@ def quality(
 ) -> None:
     """Quality drift of every workload in lower precision against a float64 reference."""
 
-    from reviewkit.bundle import write_json_atomic
     from reviewkit.quality import measure_quality
 
     with _progress("quality") as on_progress:
@@ -317,10 +327,7 @@ def quality(
             only,
             on_progress,
         )
-    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
-    write_json_atomic(out, doc)
-    if as_json:
-        _emit_json(doc)
+    if _save_evidence(doc, out, as_json):
         return
     from rich.table import Table
 
@@ -361,7 +368,6 @@ def sweep(
     import dataclasses
 
     from reviewkit import loadgen
-    from reviewkit.bundle import write_json_atomic
 
     if profile not in suite.PROFILES:
         choices = ", ".join(suite.PROFILES)
@@ -381,10 +387,7 @@ def sweep(
 
     with _progress("sweep") as on_progress:
         doc = run_sweep(profile, device, dtype, only, sla_p99_s, rules, on_progress)
-    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
-    write_json_atomic(out, doc)
-    if as_json:
-        _emit_json(doc)
+    if _save_evidence(doc, out, as_json):
         return
     from rich.table import Table
 

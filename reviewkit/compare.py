@@ -129,7 +129,7 @@ def _verdict(ci: tuple[float, float]) -> str:
     return NO_DIFFERENCE
 
 
-def _ratio_ci(cand_draws: np.ndarray, base_draws: np.ndarray) -> tuple[float, float]:
+def ratio_ci(cand_draws: np.ndarray, base_draws: np.ndarray) -> tuple[float, float]:
     return interval(cand_draws / base_draws)
 
 
@@ -190,9 +190,9 @@ def compare(
         bd = bootstrap_quantiles(b["samples_s"], QUANTILES, COMPARE_RESAMPLES, BASE_SEED)
         cd = bootstrap_quantiles(c["samples_s"], QUANTILES, COMPARE_RESAMPLES, CAND_SEED)
         bs, cs = b["stats"], c["stats"]
-        median_ci = _ratio_ci(cd[:, 0], bd[:, 0])
-        p95_ci = _ratio_ci(cd[:, 1], bd[:, 1])
-        p99_ci = _ratio_ci(cd[:, 2], bd[:, 2])
+        median_ci = ratio_ci(cd[:, 0], bd[:, 0])
+        p95_ci = ratio_ci(cd[:, 1], bd[:, 1])
+        p99_ci = ratio_ci(cd[:, 2], bd[:, 2])
         rows.append(
             WorkloadComparison(
                 **common,

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from reviewkit.compare import BASE_SEED, CAND_SEED, COMPARE_RESAMPLES, _ratio_ci
+from reviewkit.compare import BASE_SEED, CAND_SEED, COMPARE_RESAMPLES, ratio_ci
 from reviewkit.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_quantiles, interval
 
 # A change over the window below 5% is smaller than the mapping wins reviews typically weigh
@@ -196,7 +196,7 @@ def first_last(first_samples_s: Sequence[float], last_samples_s: Sequence[float]
         )
     fd = bootstrap_quantiles(first, (0.5,), COMPARE_RESAMPLES, BASE_SEED)[:, 0]
     ld = bootstrap_quantiles(last, (0.5,), COMPARE_RESAMPLES, CAND_SEED)[:, 0]
-    return FirstLast(nf, nl, mf, ml, ml / mf, _ratio_ci(ld, fd), "")
+    return FirstLast(nf, nl, mf, ml, ml / mf, ratio_ci(ld, fd), "")
 
 
 def _readings(series: Sequence[float | None]) -> list[float]:

@@ -5,6 +5,7 @@ fake sysfs tree the fake workload advances), recorded in the bundle, and checked
 from pathlib import Path
 
 import pytest
+from fakesysfs import rapl_zone
 from runfactory import complete_review, write_review
 
 from reviewkit.gate import run_check
@@ -24,15 +25,6 @@ PKG_UJ_PER_CALL = 2_000
 DRAM_UJ_PER_CALL = 500
 DRAM_RANGE_UJ = 10_000  # small, so that the DRAM counter wraps inside the first window
 DRAM_START_UJ = 9_000
-
-
-def rapl_zone(root, name, folder, energy_uj, max_uj):
-    zone = root / folder
-    zone.mkdir(parents=True)
-    (zone / "name").write_text(name + "\n")
-    (zone / "energy_uj").write_text(f"{energy_uj}\n")
-    (zone / "max_energy_range_uj").write_text(f"{max_uj}\n")
-    return zone
 
 
 def _advance(zone: Path, uj: int, max_uj: int) -> None:

@@ -1,6 +1,7 @@
 """Sensors against a fake sysfs tree: RAPL energy with wrap-around, thermal zones, cpufreq."""
 
 import pytest
+from fakesysfs import rapl_zone
 
 from reviewkit.sensors import (
     NVML_ENERGY_UPDATE_S,
@@ -15,15 +16,6 @@ from reviewkit.sensors import (
     survey,
     temperatures_c,
 )
-
-
-def rapl_zone(root, name, folder, energy_uj, max_uj=262143328850):
-    zone = root / folder
-    zone.mkdir(parents=True)
-    (zone / "name").write_text(name + "\n")
-    (zone / "energy_uj").write_text(f"{energy_uj}\n")
-    (zone / "max_energy_range_uj").write_text(f"{max_uj}\n")
-    return zone
 
 
 def test_energy_delta_without_and_with_wrap():
