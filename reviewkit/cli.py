@@ -417,6 +417,38 @@ def sweep(
 
 @app.command()
 @_user_errors
+def soak(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    workload: str | None = typer.Option(
+        None, help="one workload id (default: the profile's model workload at fp32)"
+    ),
+    window_s: float | None = typer.Option(
+        None, "--window-s", help="seconds to run (default: smoke 2, quick 60, full 600)"
+    ),
+    subwindows: int | None = typer.Option(None, help="sub-windows to split it into (default 20)"),
+    out: Path = typer.Option(Path("soak.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Long-window stability: throughput per sub-window, clocks, temperatures, drift, throttling."""
+    from reviewkit.soak import render_text, run_soak
+
+    if profile not in suite.PROFILES:
+        choices = ", ".join(suite.PROFILES)
+        raise UsageError(f"--profile {profile!r} is unknown; choose one of {choices}")
+    with _progress("soak") as on_progress:
+        doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
+    if _save_evidence(doc, out, as_json):
+        return
+    from reviewkit.report import stdout_console
+
+    stdout_console().print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+@app.command()
+@_user_errors
 def sensors(
     as_json: bool = typer.Option(False, "--json", help="print the survey as JSON"),
 ) -> None:

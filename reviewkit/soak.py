@@ -295,7 +295,15 @@ def find_spec(profile: str, workload_id: str | None) -> suite.WorkloadSpec:
     if workload_id is None:
         specs = suite.plan_specs(profile, (DEFAULT_DTYPE,), DEFAULT_ONLY)
     else:
-        specs = suite.plan_specs(profile, suite.DTYPES, workload_id)
+        try:
+            specs = suite.plan_specs(profile, suite.DTYPES, workload_id)
+        except UsageError:
+            specs = []
+    if not specs:
+        raise UsageError(
+            f"--workload {workload_id!r} matches no workload of profile {profile}; "
+            f"name one id from `reviewkit suite --profile {profile}`"
+        )
     if len(specs) != 1:
         shown = ", ".join(s.id for s in specs[:3])
         raise UsageError(

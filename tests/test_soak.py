@@ -363,3 +363,28 @@ def test_nvml_not_available_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     values, ok = soak.nvml_clocks_mhz()
     assert values == {} and not ok.available and "pynvml is not installed" in ok.reason
+
+
+def test_cli_soak_smoke_writes_the_document_and_rejects_bad_input(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "soak.json"
+    cmd = [sys.executable, "-m", "reviewkit", "soak", "--profile", "smoke", "--window-s", "0.5",
+           "--subwindows", "5", "--out", str(out), "--json"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc == json.loads(out.read_text())
+    assert doc["kind"] == "reviewkit.soak" and doc["complete"] is True
+    assert len(doc["subwindows"]) == 5 and doc["window_s"] == 0.5
+    assert doc["command"].startswith("reviewkit soak --profile smoke")
+    assert doc["analysis"]["verdict"] in {"stable", "drift", "insufficient data"}
+    bad = tmp_path / "bad.json"
+    for args, said in [(["--workload", "nope"], "matches no workload"),
+                       (["--window-s", "-1"], "--window-s"),
+                       (["--profile", "nope"], "--profile 'nope'")]:  # fmt: skip
+        proc = subprocess.run([*cmd[:4], *args, "--out", str(bad)], capture_output=True, text=True)
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+        assert not bad.exists()
