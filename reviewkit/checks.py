@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from reviewkit import evidence as evidence_files
 from reviewkit.compare import SLOWER, Comparison, WorkloadComparison
 from reviewkit.hashing import sha256_file
 from reviewkit.review import Disproof, Review
@@ -258,15 +259,8 @@ def lowered_dtypes(base: dict, cand: dict) -> set[str]:
 
 def _quality_rows(path: Path) -> list[dict] | None:
     """Rows of a `reviewkit quality` result, or None for a file of another kind."""
-    import json
-
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("kind") != "reviewkit.quality":
-        return None
-    rows = doc.get("results")
+    loaded = evidence_files.read(path, evidence_files.QUALITY)
+    rows = loaded.doc.get("results") if loaded.ok else None
     return rows if isinstance(rows, list) else None
 
 

@@ -402,16 +402,23 @@ def sweep(
     console.print(table)
     for w in doc["workloads"]:
         knee = w.get("knee", {})
-        line = (f"{w['id']}: knee at {knee['rate_per_s']:.3g} queries/s ({knee['rule']})"
-                if knee.get("found") else f"{w['id']}: {knee.get('rule', w.get('reason', ''))}")
+        line = (
+            f"{w['id']}: knee at {knee['rate_per_s']:.3g} queries/s ({knee['rule']})"
+            if knee.get("found")
+            else f"{w['id']}: {knee.get('rule', w.get('reason', ''))}"
+        )
         console.print(line, highlight=False, soft_wrap=True)
         if "sla" in w:
             s = w["sla"]
             console.print(
                 f"  SLA p99 <= {s['p99_s'] * 1e3:.3g} ms: "
-                + (f"met up to {s['max_rate_per_s']:.3g} queries/s" if s["met"]
-                   else "not met at any valid level"),
-                highlight=False, soft_wrap=True,
+                + (
+                    f"met up to {s['max_rate_per_s']:.3g} queries/s"
+                    if s["met"]
+                    else "not met at any valid level"
+                ),
+                highlight=False,
+                soft_wrap=True,
             )
 
 

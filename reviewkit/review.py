@@ -23,7 +23,7 @@ DISPROOF_METRICS = (
     "p99_s",  # candidate's own
 )
 COMPARISONS = ("<", "<=", ">", ">=")
-EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power")
+EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep")
 
 
 @dataclass(frozen=True)

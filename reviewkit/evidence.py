@@ -1,0 +1,57 @@
+"""Read the evidence files a review cites (quality, sweep, soak results) by kind, torch-free."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
+# The newest schema of each kind this version reads; a newer file is refused with a reason
+# rather than half-read, an older one would go through a migration here.
+SCHEMA_VERSIONS = {QUALITY: 1, SWEEP: 1, SOAK: 1}
+# Which command writes each kind, for the reason shown when a file is not of it.
+WRITTEN_BY = {
+    QUALITY: "reviewkit quality",
+    SWEEP: "reviewkit sweep",
+    SOAK: "reviewkit soak",
+}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One cited file: its document when it is of the wanted kind, else why it is not used."""
+
+    path: Path
+    doc: dict | None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.doc is not None
+
+
+def read(path: Path, kind: str) -> Loaded:
+    """The document at path if it is a `kind` result this version reads; never raises."""
+    want = WRITTEN_BY[kind]
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return Loaded(Path(path), None, f"not readable as JSON ({type(exc).__name__})")
+    if not isinstance(doc, dict) or doc.get("kind") != kind:
+        found = doc.get("kind") if isinstance(doc, dict) else None
+        what = f"a {found!r} document" if isinstance(found, str) else "not a reviewkit result"
+        return Loaded(Path(path), None, f"{what}, not a `{want}` result")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSIONS[kind] or version < 1:
+        return Loaded(
+            Path(path),
+            None,
+            f"schema_version {version!r}; this reviewkit reads `{want}` results up to "
+            f"{SCHEMA_VERSIONS[kind]} (upgrade reviewkit, or re-run `{want}`)",
+        )
+    return Loaded(Path(path), doc)
+
+
+def read_all(paths: tuple[Path, ...] | list[Path], kind: str) -> list[Loaded]:
+    return [read(p, kind) for p in paths]
