@@ -5,12 +5,15 @@ from __future__ import annotations
 import fnmatch
 import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reviewkit import evidence as evidence_files
-from reviewkit.compare import SLOWER, Comparison, WorkloadComparison
+from reviewkit.compare import FASTER, SLOWER, Comparison, WorkloadComparison
+from reviewkit.drift import DRIFT, STABLE, THROTTLED
+from reviewkit.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
 from reviewkit.hashing import sha256_file
 from reviewkit.review import Disproof, Review
 
@@ -337,6 +340,14 @@ def precision_quality(ctx: Context) -> CheckResult:
     )
 
 
+def _candidate_ids(ctx: Context) -> set[str]:
+    return {w["id"] for _, cand in ctx.candidates for w in cand["workloads"]}
+
+
+def _unusable(loaded: list[evidence_files.Loaded], ctx: Context) -> str:
+    return "; ".join(f"{ctx.review.relative(x.path)}: {x.reason}" for x in loaded if not x.ok)
+
+
 @check("long-window-stability")
 def long_window_stability(ctx: Context) -> CheckResult:
     files = ctx.review.evidence.get("long_window", ())
@@ -346,10 +357,70 @@ def long_window_stability(ctx: Context) -> CheckResult:
             "no long-window (thermal / soak) stability evidence for the "
             "candidate under [evidence].long_window",
         )
+    min_window_s = float(ctx.params.get("min_window_s", 60.0))
+    need_sensors = bool(ctx.params.get("require_throttling_evidence", True))
+    evidence = [ctx.artifact("long-window evidence", p) for p in files]
+    loaded = evidence_files.read_all(files, evidence_files.SOAK)
+    soaks = [x for x in loaded if x.ok]
+    if not soaks:
+        return CheckResult(
+            WARN,
+            "long-window evidence is cited but is not a `reviewkit soak` result, so its "
+            f"drift and throttling cannot be checked ({_unusable(loaded, ctx)})",
+            tuple(evidence),
+        )
+    failures, gaps = [], []
+    if len(soaks) < len(loaded):
+        gaps.append(f"not used: {_unusable(loaded, ctx)}")
+    candidate_ids = _candidate_ids(ctx)
+    for x in soaks:
+        doc, a = x.doc, x.doc.get("analysis", {})
+        wid = doc.get("workload", {}).get("id", "?")
+        verdict, throttling = a.get("verdict"), a.get("throttling", {})
+        window = float(doc.get("measured_window_s") or 0.0)
+        trend = a.get("trend", {})
+        change = trend.get("relative_change")
+        evidence.append(
+            Evidence(
+                "number",
+                f"soak of {wid} over {window:.3g} s",
+                value=f"{verdict}; throughput trend "
+                + (f"{change:+.1%}" if change is not None else "not computed")
+                + f"; throttling: {throttling.get('status', '?')}",
+                reproduce=doc.get("workload", {}).get("reproduce", ""),
+            )
+        )
+        if verdict == DRIFT:
+            failures.append(f"{wid} drifts: {'; '.join(a.get('reasons', []))}")
+        elif verdict != STABLE:
+            gaps.append(f"{wid}: {verdict}: {'; '.join(a.get('reasons', []))}")
+        if throttling.get("status") == THROTTLED:
+            failures.append(f"{wid} throttled: {throttling.get('reason', '')}")
+        elif throttling.get("status") == THROTTLING_NOT_AVAILABLE and need_sensors:
+            gaps.append(
+                f"throttling not judged (clocks and temperatures not available: "
+                f"{throttling.get('reason', '')})"
+            )
+        if not doc.get("complete", False):
+            gaps.append(f"the soak of {wid} was interrupted after {window:.3g} s")
+        if window < min_window_s:
+            gaps.append(
+                f"the soak of {wid} lasted {window:.3g} s, shorter than the rubric's "
+                f"{min_window_s:g} s (run `reviewkit soak --profile quick` or longer)"
+            )
+        if wid not in candidate_ids:
+            gaps.append(f"{wid} is not a workload of the candidate run(s)")
+    if failures:
+        return CheckResult(FAIL, "; ".join(failures), tuple(evidence))
+    if gaps:
+        return CheckResult(
+            WARN, "throughput is stable, but " + "; ".join(gaps), tuple(evidence)
+        )
     return CheckResult(
         PASS,
-        "long-window stability evidence is cited",
-        tuple(ctx.artifact("long-window evidence", p) for p in files),
+        f"stable over {min(float(x.doc.get('measured_window_s') or 0) for x in soaks):.3g} s "
+        "or more: no throughput drift beyond the threshold, no throttling",
+        tuple(evidence),
     )
 
 
@@ -384,10 +455,45 @@ def tail_latency(ctx: Context) -> CheckResult:
     )
 
 
+_SHAPE_PART = re.compile(r"^b\d+s\d+$")
+
+
+def shape_family(workload_key: str) -> str:
+    """A workload key without its batch x sequence part: the cells of one shape sweep."""
+    return ".".join(p for p in workload_key.split(".") if not _SHAPE_PART.match(p))
+
+
+def _cell(w: WorkloadComparison) -> str:
+    return f"b{w.params['batch']}s{w.params['seq']} x{w.median_ratio:.2f}"
+
+
+def _portability(comp: Comparison) -> tuple[list[str], list[str]]:
+    """Per shape family with 2+ cells: (families whose win breaks on some shape, summaries)."""
+    families: dict[str, list[WorkloadComparison]] = {}
+    for w in comp.workloads:
+        if w.median_ratio is not None and {"seq", "batch"} <= set(w.params):
+            families.setdefault(shape_family(w.key), []).append(w)
+    broken, summaries = [], []
+    for family, cells in sorted(families.items()):
+        if len(cells) < 2:
+            continue
+        faster = [w for w in cells if w.verdict == FASTER]
+        slower = [w for w in cells if w.verdict == SLOWER]
+        summaries.append(
+            f"{family}: {len(faster)} of {len(cells)} shapes faster, {len(slower)} slower"
+        )
+        if faster and slower:
+            broken.append(
+                f"{family} is faster at {', '.join(_cell(w) for w in faster[:3])} but slower at "
+                f"{', '.join(_cell(w) for w in slower[:3])}"
+            )
+    return broken, summaries
+
+
 @check("shape-coverage")
 def shape_coverage(ctx: Context) -> CheckResult:
     min_levels = int(ctx.params.get("min_levels", 2))
-    summaries, worst = [], PASS
+    summaries, thin, broken, evidence = [], False, [], []
     for i, comp in enumerate(ctx.comparisons):
         seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}
         batches = {w.params.get("batch") for w in comp.workloads if w.median_ratio} - {None}
@@ -396,14 +502,30 @@ def shape_coverage(ctx: Context) -> CheckResult:
             f"(concurrency) levels {sorted(batches)}"
         )
         if len(seqs) < min_levels or len(batches) < min_levels:
-            worst = FAIL
-    if worst == FAIL:
+            thin = True
+        mixed, families = _portability(comp)
+        broken += [f"candidate {i + 1}: {m}" for m in mixed]
+        label = f"candidate {i + 1} shape cells"
+        evidence += [Evidence("number", label, value=f) for f in families]
+    if thin:
         return CheckResult(
             FAIL,
             f"evidence covers fewer than {min_levels} sequence lengths or "
             f"concurrency levels: {'; '.join(summaries)}",
+            tuple(evidence),
         )
-    return CheckResult(PASS, "; ".join(summaries))
+    if broken:
+        return CheckResult(
+            FAIL,
+            "the win does not hold across shapes (significantly faster on some, slower on "
+            f"others): {'; '.join(broken[:3])}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS,
+        "; ".join(summaries) + "; no shape family is faster on some shapes and slower on others",
+        tuple(evidence),
+    )
 
 
 @check("fallback-for-precision-or-sparsity")
@@ -464,14 +586,89 @@ def closure(ctx: Context) -> CheckResult:
 # --- SLA, stack, power, risk, rollback, disproof ----------------------------------------------
 
 
+def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, dict]], str]:
+    """(file, workload) for every measured workload in the cited sweeps; why others are not."""
+    loaded = evidence_files.read_all(ctx.review.evidence.get("sweep", ()), evidence_files.SWEEP)
+    rows = [
+        (x.path, w)
+        for x in loaded
+        if x.ok
+        for w in x.doc.get("workloads", [])
+        if isinstance(w, dict) and w.get("status") == "ok" and isinstance(w.get("id"), str)
+    ]
+    return rows, _unusable(loaded, ctx)
+
+
+def _under_load(ctx: Context, path: Path, w: dict, t) -> tuple[bool, Evidence]:
+    """Judge an SLA target on a sweep: the highest valid server load whose p99 meets it."""
+    from reviewkit import loadgen
+
+    levels = [lv for lv in w.get("server", []) if isinstance(lv, dict)]
+    try:
+        if t.p99_s is not None:
+            best = loadgen.best_under_sla(levels, t.p99_s)
+            offered, achieved = best["max_rate_per_s"], best["achieved_rate_per_s"]
+        else:
+            top = max((lv for lv in levels if lv["valid"]),
+                      key=lambda lv: lv["achieved_rate_per_s"], default=None)  # fmt: skip
+            offered = achieved = top["achieved_rate_per_s"] if top else None
+    except (KeyError, TypeError):
+        return False, Evidence(
+            "artifact", f"sweep {w['id']}: levels without latency or validity fields",
+            path=ctx.review.relative(path),
+        )  # fmt: skip
+    ok = achieved is not None and (
+        t.min_throughput_per_s is None or achieved >= t.min_throughput_per_s
+    )
+    invalid = sum(1 for lv in levels if not lv.get("valid"))
+    knee = w.get("knee") or {}
+    parts = [
+        (f"p99 <= {t.p99_s * 1e3:.3g} ms up to {offered:.3g} queries/s offered "
+         f"({achieved:.3g} achieved)" if achieved is not None and t.p99_s is not None
+         else f"p99 <= {t.p99_s * 1e3:.3g} ms at no valid load level" if t.p99_s is not None
+         else f"highest valid load {achieved:.3g} queries/s" if achieved is not None
+         else "no valid load level"),
+    ]  # fmt: skip
+    if t.min_throughput_per_s is not None:
+        parts.append(f"target >= {t.min_throughput_per_s:.3g} queries/s")
+    if knee.get("found"):
+        parts.append(f"knee at {knee['rate_per_s']:.3g} queries/s")
+    if invalid:
+        parts.append(f"{invalid} invalid level(s) not counted")
+    return ok, Evidence(
+        "artifact",
+        f"under load: {'; '.join(parts)}",
+        value=w["id"],
+        path=ctx.review.relative(path),
+        sha256=ctx.sha256(path),
+        reproduce=w.get("reproduce", ""),
+    )
+
+
 @check("sla-kpi")
 def sla_kpi(ctx: Context) -> CheckResult:
     targets = ctx.review.sla_targets
     if not targets:
         return CheckResult(MISSING, "no [sla] targets: the KPI is not tied to a product SLA")
     evidence, failures, unmatched = [], [], []
-    for i, (_, cand) in enumerate(ctx.candidates):
-        for t in targets:
+    swept, not_used = _swept_workloads(ctx)
+    candidate_ids = _candidate_ids(ctx)
+    by_sweep = 0
+    for t in targets:
+        loaded = [
+            (p, w)
+            for p, w in swept
+            if fnmatch.fnmatchcase(w["id"], t.workload) and w["id"] in candidate_ids
+        ]
+        if loaded:
+            by_sweep += 1
+            for path, w in loaded:
+                ok, ev = _under_load(ctx, path, w, t)
+                evidence.append(ev)
+                if not ok:
+                    failures.append(f"{w['id']} under load")
+            continue
+        for i, (_, cand) in enumerate(ctx.candidates):
             matched = [w for w in cand["workloads"] if fnmatch.fnmatchcase(w["id"], t.workload)]
             if not matched:
                 unmatched.append(t.workload)
@@ -501,24 +698,29 @@ def sla_kpi(ctx: Context) -> CheckResult:
                 if not (ok_p99 and ok_tp):
                     failures.append(w["id"])
     load = f" at {ctx.review.sla_load}" if ctx.review.sla_load else ""
+    notes = f" (cited sweep not used: {not_used})" if not_used else ""
     if unmatched:
         return CheckResult(
             FAIL,
-            f"SLA target(s) {', '.join(sorted(set(unmatched)))} match no measured workload",
+            f"SLA target(s) {', '.join(sorted(set(unmatched)))} match no measured workload"
+            + notes,
             tuple(evidence),
         )
     if failures:
         return CheckResult(
             FAIL,
-            f"{len(failures)} workload(s) miss the SLA{load}: {', '.join(failures[:5])}",
+            f"{len(failures)} workload(s) miss the SLA{load}: {', '.join(failures[:5])}" + notes,
             tuple(evidence),
         )
-    return CheckResult(
-        PASS,
-        f"every SLA target is met{load} (p99 per call; throughput = 1 / mean "
-        "latency at the run's concurrency)",
-        tuple(evidence),
-    )
+    if by_sweep == len(targets):
+        basis = "judged under load on the cited sweep (server levels, queueing included)"
+    elif by_sweep:
+        basis = (f"{by_sweep} of {len(targets)} target(s) judged under load on the cited "
+                 "sweep, the others per call at the run's concurrency")  # fmt: skip
+    else:
+        basis = ("p99 per call; throughput = 1 / mean latency at the run's concurrency; cite "
+                 "a `reviewkit sweep` under [evidence].sweep to judge it under load")  # fmt: skip
+    return CheckResult(PASS, f"every SLA target is met{load} ({basis}){notes}", tuple(evidence))
 
 
 @check("stack-maturity")

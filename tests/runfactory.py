@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import tomlkit
+from evidencedocs import soak_doc, sweep_doc, sweep_workload
 
 from reviewkit.analysis import analyse_run, energy_absent, workload_energy
 from reviewkit.bundle import write_run
@@ -132,7 +133,7 @@ def complete_review() -> dict:
                       "metric": "median_ratio", "comparison": ">", "threshold": 0.667}],
         "evidence": {"production_traces": ["evidence/trace.json"],
                      "long_window": "evidence/soak.json", "quality": "evidence/quality.json",
-                     "power": "evidence/power.json"},
+                     "power": "evidence/power.json", "sweep": "evidence/sweep.json"},
         "answers": {
             "senior-question": {"answer": "compute-bound", "evidence": "runs/cand/run.json"},
             "primary-metric": {"answer": "model p99", "evidence": "runs/cand/run.json"},
@@ -151,8 +152,14 @@ def write_review(
     make_run(folder / "runs" / "cand", **{"dtype": "bf16", "speedup": 2.5, "seed": 1,
                                           **(cand_kw or {})})  # fmt: skip
     (folder / "evidence").mkdir(exist_ok=True)
-    for name in ("trace.json", "soak.json", "power.json"):
+    for name in ("trace.json", "power.json"):
         (folder / "evidence" / name).write_text('{"note": "test artifact"}\n')
+    # A stable 60 s soak with steady clocks and temperatures, and a sweep of a 0.1 s/query
+    # server (offline 10 queries/s), both of the candidate's model workload.
+    soak = soak_doc(clocks_mhz=[3000.0] * 20, temperatures_c=[60.0] * 20)
+    (folder / "evidence" / "soak.json").write_text(json.dumps(soak) + "\n")
+    sweep = sweep_doc(sweep_workload(call_s=0.1))
+    (folder / "evidence" / "sweep.json").write_text(json.dumps(sweep) + "\n")
     (folder / "evidence" / "quality.json").write_text(json.dumps(quality_doc()) + "\n")
     path = folder / "review.toml"
     path.write_text(tomlkit.dumps(review))

@@ -68,9 +68,10 @@ RED_FLAGS = {
 
 # Too few workloads lack both the model and the sweep; a fallback claim needs quality evidence
 # (the seed: "sparse or precision wins without fallback and quality evidence").
+# Dropping the model workload also leaves the soak without its workload in the candidate.
 SHARED_CAUSE = {
-    "production-shape": {"shape-portability"},
-    "shape-portability": {"production-shape"},
+    "production-shape": {"shape-portability", "long-window"},
+    "shape-portability": {"production-shape", "long-window"},
     "precision-quality": {"fallback"},
 }
 
@@ -213,6 +214,17 @@ def test_findings_carry_artifacts_with_sha256(tmp_path):
     expected = hashlib.sha256((tmp_path / "evidence" / "quality.json").read_bytes()).hexdigest()
     assert (artifact.path, artifact.sha256) == ("evidence/quality.json", expected)
     sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    sweep = sla.evidence[0]
+    expected = hashlib.sha256((tmp_path / "evidence" / "sweep.json").read_bytes()).hexdigest()
+    assert (sweep.path, sweep.sha256) == ("evidence/sweep.json", expected)
+    assert sweep.reproduce == (
+        "reviewkit sweep --profile smoke --only 'model.toy-decoder.b1s256.bf16'"
+    )
+    # Without a sweep the SLA is judged per call on the run, and the run's command is cited.
+    review = _drop(complete_review(), "evidence", "sweep")
+    report = run_check(write_review(tmp_path / "per-call", review))
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    assert sla.status == "pass" and "cite a `reviewkit sweep`" in sla.summary
     assert sla.evidence[0].reproduce == "reviewkit run --only 'model.toy-decoder.b1s256.bf16'"
 
 
