@@ -467,8 +467,11 @@ def _cell(w: WorkloadComparison) -> str:
     return f"b{w.params['batch']}s{w.params['seq']} x{w.median_ratio:.2f}"
 
 
-def _portability(comp: Comparison) -> tuple[list[str], list[str]]:
-    """Per shape family with 2+ cells: (families whose win breaks on some shape, summaries)."""
+def _portability(comp: Comparison, min_effect: float) -> tuple[list[str], list[str]]:
+    """Per shape family with 2+ cells: (families whose win breaks on some shape, summaries).
+
+    A cell counts as faster or slower when its interval excludes 1 and its ratio is at least
+    min_effect away from 1."""
     families: dict[str, list[WorkloadComparison]] = {}
     for w in comp.workloads:
         if w.median_ratio is not None and {"seq", "batch"} <= set(w.params):
@@ -477,10 +480,11 @@ def _portability(comp: Comparison) -> tuple[list[str], list[str]]:
     for family, cells in sorted(families.items()):
         if len(cells) < 2:
             continue
-        faster = [w for w in cells if w.verdict == FASTER]
-        slower = [w for w in cells if w.verdict == SLOWER]
+        faster = [w for w in cells if w.verdict == FASTER and w.median_ratio <= 1 - min_effect]
+        slower = [w for w in cells if w.verdict == SLOWER and w.median_ratio >= 1 + min_effect]
         summaries.append(
-            f"{family}: {len(faster)} of {len(cells)} shapes faster, {len(slower)} slower"
+            f"{family}: {len(faster)} of {len(cells)} shapes faster, {len(slower)} slower "
+            f"(by {min_effect:.0%} or more)"
         )
         if faster and slower:
             broken.append(
@@ -493,6 +497,7 @@ def _portability(comp: Comparison) -> tuple[list[str], list[str]]:
 @check("shape-coverage")
 def shape_coverage(ctx: Context) -> CheckResult:
     min_levels = int(ctx.params.get("min_levels", 2))
+    min_effect = float(ctx.params.get("min_effect", 0.05))
     summaries, thin, broken, evidence = [], False, [], []
     for i, comp in enumerate(ctx.comparisons):
         seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}
@@ -503,7 +508,7 @@ def shape_coverage(ctx: Context) -> CheckResult:
         )
         if len(seqs) < min_levels or len(batches) < min_levels:
             thin = True
-        mixed, families = _portability(comp)
+        mixed, families = _portability(comp, min_effect)
         broken += [f"candidate {i + 1}: {m}" for m in mixed]
         label = f"candidate {i + 1} shape cells"
         evidence += [Evidence("number", label, value=f) for f in families]
@@ -517,8 +522,8 @@ def shape_coverage(ctx: Context) -> CheckResult:
     if broken:
         return CheckResult(
             FAIL,
-            "the win does not hold across shapes (significantly faster on some, slower on "
-            f"others): {'; '.join(broken[:3])}",
+            f"the win does not hold across shapes (faster by {min_effect:.0%} or more on some, "
+            f"slower by as much on others, each beyond noise): {'; '.join(broken[:3])}",
             tuple(evidence),
         )
     return CheckResult(

@@ -20,6 +20,17 @@ def test_demo_measures_reviews_renders_and_publishes(tmp_path):
     doc = tomllib.loads(review.read_text())
     assert doc["runs"] == {"baseline": "runs/baseline-fp32", "candidates": ["runs/candidate-bf16"]}
     assert doc["decision"]["status"] == "proposed"
+    # Production-like evidence of the candidate is measured and cited, each of its kind.
+    import json
+
+    kinds = {"quality": "reviewkit.quality", "sweep": "reviewkit.sweep",
+             "long_window": "reviewkit.soak"}  # fmt: skip
+    assert set(doc["evidence"]) == set(kinds)
+    for key, kind in kinds.items():
+        cited = json.loads((review.parent / doc["evidence"][key]).read_text())
+        assert cited["kind"] == kind and cited["command"].startswith("reviewkit ")
+    soak = json.loads((review.parent / doc["evidence"]["long_window"]).read_text())
+    assert soak["workload"]["dtype"] == "bf16" and soak["window_s"] == 10.0
     # The generated review is honest about what it lacks: no owner, so the closure flag fails.
     assert "gate:    fail" in r.stdout and "Owner, rollback boundary" in r.stdout
     for line in ("packet:  file://", "site:    file://"):
