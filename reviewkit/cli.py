@@ -416,7 +416,8 @@ def sweep(
                     f"met up to {s['max_rate_per_s']:.3g} queries/s"
                     if s["met"]
                     else "not met at any valid level"
-                ),
+                )
+                + (f" ({s['search_stopped']})" if s.get("search_stopped") else ""),
                 highlight=False,
                 soft_wrap=True,
             )

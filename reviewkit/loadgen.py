@@ -272,13 +272,23 @@ class Sweep:
             "knee": find_knee(levels),
         }
         if sla_p99_s is not None:
-            levels += self._search(levels, sla_p99_s, saturation)
+            extra, stopped = self._search(levels, sla_p99_s, saturation)
+            levels += extra
             out[SERVER] = sorted(levels, key=lambda lv: lv["target_rate_per_s"])
             out["sla"] = best_under_sla(levels, sla_p99_s)
+            if stopped:
+                out["sla"]["search_stopped"] = stopped
         return out
 
-    def _search(self, levels: list[dict], p99_s: float, saturation: float) -> list[dict]:
-        """Bisect the offered rate between the best passing and the first failing level."""
+    def _search(
+        self, levels: list[dict], p99_s: float, saturation: float
+    ) -> tuple[list[dict], str]:
+        """Bisect the offered rate between the best passing and the first failing level.
+
+        Stops early, saying why, when the next level could not be valid: at a light load the
+        minimum query count spans longer than the level budget, and a level that ran out of
+        budget would be tried again at the same rate.
+        """
         extra: list[dict] = []
         for _ in range(SLA_SEARCH_STEPS):
             found = best_under_sla(levels + extra, p99_s)
@@ -289,9 +299,16 @@ class Sweep:
             if not above:
                 break
             rate = (low + min(above)) / 2 if low else min(above) / 2
+            queries = queries_for(rate, self.validity)
+            if queries / rate > self.validity.max_level_s:
+                return extra, (
+                    f"search stopped below {min(above):.3g} queries/s: a level at {rate:.3g}/s "
+                    f"needs {queries} queries over about {queries / rate:.3g} s, past the "
+                    f"{self.validity.max_level_s:g} s level budget"
+                )
             self.on_level(f"SLA search at {rate:.3g}/s")
             extra.append(level_json(self.server(rate, saturation), self.validity))
-        return extra
+        return extra, ""
 
 
 def validity_json(validity: Validity) -> dict:

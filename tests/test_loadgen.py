@@ -182,3 +182,18 @@ def test_cli_sweep_smoke_writes_a_versioned_result(tmp_path):
     assert "sla" in w and w["sla"]["p99_s"] == 0.05
     bad = subprocess.run([*cmd[:3], "sweep", "--profile", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--profile 'nope'" in bad.stderr
+
+
+def test_sla_search_stops_where_a_level_cannot_be_valid():
+    # A 1 ms server and an SLA under its service time: every level fails. Bisection goes down
+    # from the lowest failing level, 25% of 1000/s = 250/s, to 125/s, where 200 queries span
+    # about 1.6 s, past the 1 s level budget: it stops there and says so, trying nothing twice.
+    clock = FakeClock()
+    v = Validity(min_duration_s=0.0, min_queries=200, max_level_s=1.0)
+    sweep = loadgen.Sweep(
+        clock.work(1e-3), v, clock=clock, fractions=(0.25, 0.5), wait_until=clock.wait_until
+    )
+    out = sweep.run(sla_p99_s=1e-4)
+    assert [round(lv["target_rate_per_s"]) for lv in out["server"]] == [250, 500]
+    assert out["sla"]["met"] is False
+    assert "a level at 125/s needs 200 queries over about 1.6 s" in out["sla"]["search_stopped"]
