@@ -23,6 +23,9 @@ DISPROOF_METRICS = (
     "p99_s",  # candidate's own
 )
 COMPARISONS = ("<", "<=", ">", ">=")
+# The sweep scenario an SLA target is judged in when a sweep is cited (after LoadGen):
+# independent requests arriving at random (server), one at a time, or all at once.
+SLA_SCENARIOS = ("server", "single-stream", "offline")
 EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep")
 
 
@@ -66,6 +69,7 @@ SCHEMA = {
                     "workload": _f(str, required=True),
                     "p99_s": NUMBER,
                     "min_throughput_per_s": NUMBER,
+                    "scenario": _f(str, choices=SLA_SCENARIOS),
                     "note": TEXT,
                 },
             ),
@@ -121,6 +125,7 @@ class SlaTarget:
     workload: str
     p99_s: float | None = None
     min_throughput_per_s: float | None = None
+    scenario: str = "server"
     note: str = ""
 
 

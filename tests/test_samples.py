@@ -61,5 +61,20 @@ def test_sample_review_checks_as_its_decision_says():
     quality = next(f for f in report.findings if f.item.id == "precision-quality")
     assert "top-1 agreement" in quality.summary
     assert status["fallback"] == "pass"
-    assert status["single-knob"] == status["closure"] == status["sla-kpi"] == "pass"
+    assert status["single-knob"] == status["closure"] == "pass"
+    # The recorded sweep: with Poisson arrivals the decoder's p99 is over 150 ms at every valid
+    # load, though one query at a time it is under 100 ms; the recorded soak is stable but this
+    # VM has no clock or temperature sensor, so the long-window flag stays as a warning.
+    import json
+
+    folder = review.parent
+    sweep = json.loads((folder / "evidence" / "sweep.json").read_text())
+    (w,) = sweep["workloads"]
+    valid = [lv for lv in w["server"] if lv["valid"]]
+    assert valid and min(lv["latency"]["p99_s"] for lv in valid) > 0.15
+    assert w["single-stream"]["latency"]["p99_s"] < 0.15
+    assert status["sla-kpi"] == "fail"
+    soak = json.loads((folder / "evidence" / "soak.json").read_text())
+    assert soak["analysis"]["verdict"] == "stable" and soak["measured_window_s"] >= 60
+    assert status["long-window"] == "warn"
     assert [d["status"] for d in report.disproof] == ["holds"] * 3
