@@ -355,7 +355,9 @@ def sweep(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
     dtype: str = typer.Option("fp32", help="one dtype: fp32 | bf16 | fp16"),
-    only: str = typer.Option("model.*", help="glob(s) over workload ids"),
+    only: str | None = typer.Option(
+        None, help="glob(s) over workload ids (default: the profile's primary model cell)"
+    ),
     sla_p99_s: float | None = typer.Option(
         None, "--sla-p99-s", help="search the highest load whose p99 meets this SLA (seconds)"
     ),

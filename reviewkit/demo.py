@@ -31,7 +31,11 @@ def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
     from reviewkit.compare import compare
 
     comp = compare(baseline, candidate)
-    model = next((w for w in comp.workloads if w.layer_type == "model" and w.median_ratio), None)
+    from reviewkit.suite import default_model
+
+    primary = default_model(profile, "fp32").id.rsplit(".", 1)[0]  # the id less its dtype
+    model = next((w for w in comp.workloads if w.key.startswith(primary) and w.median_ratio),
+                 None)  # fmt: skip
     layers = {x.layer_type: x for x in comp.layer_types}
     lines = [f"**Change.** Run the `{profile}` suite in **bf16** instead of fp32 on {device}."]
     if model is not None:
@@ -65,7 +69,7 @@ def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
             {
                 "statement": "If the end-to-end decoder is not at least 10% faster at the median, "
                 "bf16 does not pay on this machine.",
-                "workload": "model.*",
+                "workload": f"{primary}.*",
                 "metric": "median_ratio",
                 "comparison": ">",
                 "threshold": 0.9,
@@ -87,10 +91,10 @@ def _measure_evidence(
     from reviewkit.bundle import write_json_atomic
     from reviewkit.quality import measure_quality
     from reviewkit.soak import run_soak
-    from reviewkit.suite import plan_specs
+    from reviewkit.suite import default_model
     from reviewkit.sweep import run_sweep
 
-    model = plan_specs(profile, ("bf16",), "model.*")[0].id
+    model = default_model(profile, "bf16").id
     rules = loadgen.Validity(DEMO_SWEEP_MIN_S, DEMO_SWEEP_QUERIES, DEMO_SWEEP_LEVEL_BUDGET_S)
     steps = [
         ("quality", "checking bf16 against a float64 reference ...",

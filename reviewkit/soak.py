@@ -33,7 +33,6 @@ WINDOW_S = {"smoke": 2.0, "quick": 60.0, "full": 600.0}
 # window each, long enough for a median of many calls at every profile's model workload.
 SUBWINDOWS = 20
 # The model-level workload is what production serves; any single workload id can be named.
-DEFAULT_ONLY = "model.*"
 DEFAULT_DTYPE = "fp32"
 
 Reading = tuple[dict[str, float], Availability]
@@ -293,7 +292,9 @@ def reproduce_command(profile: str, device: str, workload_id: str, window_s: flo
 def find_spec(profile: str, workload_id: str | None) -> suite.WorkloadSpec:
     """The one workload a soak runs: by id, or the profile's model workload in fp32."""
     if workload_id is None:
-        specs = suite.plan_specs(profile, (DEFAULT_DTYPE,), DEFAULT_ONLY)
+        if profile not in suite.PROFILES:
+            suite.plan_specs(profile, (DEFAULT_DTYPE,), None)  # raises, naming the profiles
+        specs = [suite.default_model(profile, DEFAULT_DTYPE)]
     else:
         try:
             specs = suite.plan_specs(profile, suite.DTYPES, workload_id)

@@ -30,7 +30,7 @@ from reviewkit.errors import UsageError
 SUITE_NAME = "reviewkit-core"
 # Bump when a kernel's implementation in reviewkit/kernels.py changes what it computes:
 # the revision is part of every definition, so the suite hash changes with it.
-SUITE_VERSION = "1.0"
+SUITE_VERSION = "1.1"  # 1.1: the model at four (batch, seq) cells
 KERNEL_REVISION = 1
 
 PROFILES = ("smoke", "quick", "full")
@@ -500,16 +500,34 @@ class ProfileShapes:
     batches: tuple[int, ...]  # gemm and attention sweep: batch = concurrent sequences
     tokens: int  # token count for vector ops and blocks
     model_layers: int
-    model_seq: int
+    # (batch, seq) cells of the end-to-end model, the primary one first: one request of the
+    # profile's prompt length, which SLAs, sweeps and soaks use by default. The others show
+    # whether a win on it holds for a quarter of the prompt, alone and 4 at once (the same
+    # tokens as the primary cell, so the profile's time budget still buys enough samples).
+    model_shapes: tuple[tuple[int, int], ...]
     conv_stages: tuple[str, ...]
     smoke: bool = False
 
 
 PROFILE_SHAPES = {
-    "smoke": ProfileShapes((16, 32), (1, 2), 64, 2, 32, ("stage3",), smoke=True),
-    "quick": ProfileShapes((128, 512), (1, 4), 512, 2, 256, ("stage1", "stage3")),
+    "smoke": ProfileShapes(
+        (16, 32), (1, 2), 64, 2, ((1, 32), (1, 8), (4, 8)), ("stage3",), smoke=True
+    ),
+    "quick": ProfileShapes(
+        (128, 512),
+        (1, 4),
+        512,
+        2,
+        ((1, 256), (1, 64), (4, 64)),
+        ("stage1", "stage3"),
+    ),
     "full": ProfileShapes(
-        (128, 512, 2048), (1, 4, 16), 2048, 4, 1024, ("stage1", "stage2", "stage3", "stage4")
+        (128, 512, 2048),
+        (1, 4, 16),
+        2048,
+        4,
+        ((1, 1024), (1, 256), (4, 256)),
+        ("stage1", "stage2", "stage3", "stage4"),
     ),
 }
 
@@ -549,7 +567,13 @@ def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
     yield transpose_copy(gpt2, 1, t, dtype)
     yield mlp_block(gpt2, t, dtype)
     yield encoder_layer(bert, 1, p.seqs[0], dtype)
-    yield gpt_decoder(gpt2, p.model_layers, 1, p.model_seq, dtype)
+    for batch, seq in p.model_shapes:
+        yield gpt_decoder(gpt2, p.model_layers, batch, seq, dtype)
+
+
+def default_model(profile: str, dtype: str) -> WorkloadSpec:
+    """The profile's primary end-to-end model cell: what sweeps and soaks run by default."""
+    return next(s for s in _profile_workloads(profile, dtype) if s.layer_type == "model")
 
 
 def workloads(profile: str, dtypes: Iterable[str] = DTYPES) -> list[WorkloadSpec]:

@@ -12,8 +12,8 @@ from reviewkit.errors import UsageError
 
 KIND = "reviewkit.sweep"
 SCHEMA_VERSION = 1
-# The model-level workloads are what production serves; any workload can be named instead.
-DEFAULT_ONLY = "model.*"
+# The profile's primary model cell is what production serves (suite.default_model); any
+# workload can be named instead.
 DEFAULT_DTYPE = "fp32"
 
 
@@ -28,7 +28,7 @@ def run_sweep(
     profile: str = suite.DEFAULT_PROFILE,
     device: str = "cpu",
     dtype: str = DEFAULT_DTYPE,
-    only: str | None = DEFAULT_ONLY,
+    only: str | None = None,
     sla_p99_s: float | None = None,
     validity: loadgen.Validity | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
@@ -38,7 +38,11 @@ def run_sweep(
 
     if sla_p99_s is not None and not sla_p99_s > 0:
         raise UsageError(f"--sla-p99-s {sla_p99_s}: expected a positive number of seconds")
-    specs = suite.plan_specs(profile, (dtype,), only)
+    if only is None:
+        suite.plan_specs(profile, (dtype,), None)  # raises on a bad profile or dtype
+        specs = [suite.default_model(profile, dtype)]
+    else:
+        specs = suite.plan_specs(profile, (dtype,), only)
     dev = resolve_device(device)
     sync = synchroniser(dev)
     rules = validity or loadgen.VALIDITY[profile]

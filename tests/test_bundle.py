@@ -116,7 +116,8 @@ def test_v1_survey_is_kept_by_the_migration():
 def test_committed_v1_samples_load_migrated():
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "samples" / "cpu-quick-epyc-2core" / "run.json"
+    path = Path(__file__).parents[1] / "samples" / "review-bf16-transformer" / "runs"
+    path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     doc = load_run(path)
     assert doc["schema_version"] == 2 and doc["migrated_from"] == 1

@@ -168,7 +168,8 @@ def test_suite_lists_ids_without_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert len(doc["workloads"]) == 29 and doc["suite"]["hash"]
+    # 8 gemm + 9 attention + 1 conv + 10 norm, vector, block and data-movement + 3 model cells
+    assert len(doc["workloads"]) == 31 and doc["suite"]["hash"]
 
 
 def test_help_lists_commands():

@@ -62,7 +62,7 @@ def test_errors_follow_the_mantissa_width(smoke_quality):
 def test_cli_writes_evidence_that_check_reads(tmp_path):
     out = tmp_path / "quality.json"
     r = subprocess.run([sys.executable, "-m", "reviewkit", "quality", "--profile", "smoke",
-                        "--only", "model.*", "--dtype", "bf16", "--out", str(out)],
+                        "--only", "model.*.b1s32.*", "--dtype", "bf16", "--out", str(out)],
                        capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
