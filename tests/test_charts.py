@@ -155,6 +155,81 @@ def trade_rows() -> list[dict]:
     ]  # fmt: skip
 
 
+def sweep_panels() -> list[dict]:
+    # A 1 ms/query server: offline 1000/s; p99 bends at 900/s offered (the knee).
+    levels = [
+        {"target_rate_per_s": r, "load_fraction": r / 1000, "achieved_rate_per_s": r * 0.99,
+         "p50_s": 1e-3, "p99_s": p99, "valid": r != 250.0,
+         "invalid_reasons": [] if r != 250.0 else ["ran 0.5 s, shorter than the minimum 1 s"]}
+        for r, p99 in ((250.0, 1.1e-3), (500.0, 1.3e-3), (750.0, 2e-3), (900.0, 6e-3))
+    ]  # fmt: skip
+    return [
+        {
+            "workload": "model.decoder.b1s256.fp32",
+            "levels": levels,
+            "offline_rate_per_s": 1000.0,
+            "sla_p99_s": 5e-3,
+            "sla_source": "review target model.*",
+            "knee": {"found": True, "rate_per_s": 900.0, "rule": "2x",
+                     "point": {"achieved_rate_per_s": 891.0, "p99_s": 6e-3}},
+            "notes": ["knee at 900/s offered"],
+        }
+    ]  # fmt: skip
+
+
+def shape_rows() -> list[dict]:
+    return [
+        {"panel": "gemm · ffn-up", "workload": f"gemm.ffn-up.b{b}s{s}", "seq": s, "batch": b,
+         "ratio": ratio, "verdict": "faster" if ratio < 1 else "slower", "mfu": 0.4,
+         "p99_ms": 2.0}
+        for s, b, ratio in ((128, 1, 0.6), (512, 1, 0.7), (128, 4, 0.9), (512, 4, 1.3))
+    ]  # fmt: skip
+
+
+def soak_rows() -> list[dict]:
+    windows = [{"index": i, "start_s": 3.0 * i, "end_s": 3.0 * (i + 1),
+                "calls_per_s": 100.0 - i, "partial": i == 9} for i in range(10)]  # fmt: skip
+    return [
+        {
+            "workload": "model.decoder.b1s256.fp32",
+            "verdict": "drift",
+            "reasons": ["throughput changed -8.0% over the window"],
+            "trend": {"mean": 96.0, "slope_per_s": -1 / 3, "relative_change": -0.08,
+                      "relative_change_ci": [-0.09, -0.07], "reason": ""},
+            "throttling": {"status": "not available", "reason": "no thermal zones"},
+            "subwindows": windows,
+            "clocks": [{"time_s": w["end_s"], "series": "cpu_clocks_mhz:cpu0", "value": 3000.0}
+                       for w in windows],
+            "temperatures": [],
+            "sensor_notes": ["temperatures: not available: no thermal zones"],
+        }
+    ]  # fmt: skip
+
+
+def energy_rows() -> list[dict]:
+    return [
+        {"run": "baseline fp32", "layer_type": "gemm", "flops_per_joule": 2e9, "avg_watts": 60.0,
+         "joules": 30.0, "window_s": 0.5, "confidence": "high"},
+        {"run": "candidate bf16", "layer_type": "gemm", "flops_per_joule": 5e9,
+         "avg_watts": 55.0, "joules": 12.0, "window_s": 0.2, "confidence": "low"},
+    ]  # fmt: skip
+
+
+def quality_rows() -> list[dict]:
+    return [
+        {"workload": "gemm.ffn-up.b1s128", "dtype": "bf16", "rel_error": 3e-3,
+         "max_abs_error": 0.01},
+        {"workload": "gemm.ffn-up.b1s128", "dtype": "fp16", "rel_error": 5e-3,
+         "max_abs_error": 0.002},
+        {"workload": "model.decoder.b1s256", "dtype": "bf16", "rel_error": 4e-3,
+         "max_abs_error": 0.02, "top1_agreement": 0.98, "kl_divergence": 1e-4},
+    ]  # fmt: skip
+
+
+def quality_chart(rows: list[dict]) -> dict:
+    return charts.quality_drift(rows, {"bf16": 0.01, "fp16": 0.002})
+
+
 # name, chart function, input builder, a label from the input that the SVG must show
 CASES = [
     ("roofline", charts.roofline, roofline_runs, "softmax"),
@@ -165,6 +240,11 @@ CASES = [
     ("forest", charts.forest, forest_rows, "matmul 4096"),
     ("risk_map", charts.risk_map, risk_rows, "driver upgrade"),
     ("trade_view", charts.trade_view, trade_rows, "candidate 1"),
+    ("latency_throughput", charts.latency_throughput, sweep_panels, "model.decoder.b1s256.fp32"),
+    ("shape_heatmap", charts.shape_heatmap, shape_rows, "gemm · ffn-up"),
+    ("stability", charts.stability, soak_rows, "Clocks"),
+    ("perf_per_watt", charts.perf_per_watt, energy_rows, "candidate bf16"),
+    ("quality_drift", quality_chart, quality_rows, "model.decoder.b1s256"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -405,3 +485,32 @@ def test_javascript_bundle_defines_vega_embed_once():
     bundle = charts.javascript_bundle()
     assert "vegaEmbed" in bundle
     assert charts.javascript_bundle() is bundle
+
+
+def test_no_data_notes_carry_the_reason_wrapped_to_the_plot():
+    reason = "evidence/sweep.json: not used: " + "a very long reason " * 30
+    spec = charts.latency_throughput([], [reason])
+    lines = spec["title"]["subtitle"]
+    assert all(len(line) <= charts.NOTE_CHARS for line in lines)
+    assert " ".join(lines).startswith("evidence/sweep.json: not used: a very long reason")
+    assert len(" ".join(lines)) <= charts.NOTE_MAX_CHARS
+
+
+def test_heatmap_colour_diverges_around_one_and_greys_missing_ratios():
+    rows = [*shape_rows(), {**shape_rows()[0], "seq": 256, "ratio": None, "verdict": ""}]
+    spec = charts.shape_heatmap(rows)
+    colour = spec["spec"]["layer"][0]["encoding"]["color"]
+    # Widest ratio 0.6 -> 1 / 0.6 = 1.667 either side of 1 on a log scale.
+    low, mid, high = colour["scale"]["domain"]
+    assert (mid, high) == (1.0, pytest.approx(1 / 0.6)) and low == pytest.approx(0.6)
+    assert colour["condition"]["value"] == charts.MISSING_CELL
+    assert "1 grey cell" in " ".join(spec["title"]["subtitle"])
+
+
+def test_quality_flags_results_over_tolerance():
+    spec = quality_chart(quality_rows())
+    points = rows_with(spec, "within")
+    over = {(p["workload"], p["dtype"]) for p in points if p["within"] == "over tolerance"}
+    assert over == {("gemm.ffn-up.b1s128", "fp16")}  # 5e-3 > 0.002; bf16 rows under 0.01
+    rules = {r["dtype"]: r["rel_error"] for r in rows_with(spec, "label") if "dtype" in r}
+    assert rules == {"bf16": 0.01, "fp16": 0.002}

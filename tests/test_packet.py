@@ -19,6 +19,7 @@ SECTIONS = {
     "bottlenecks": "Bottleneck class by layer type",
     "layers": "MFU and memory-stall fraction by layer type",
     "comparison": "Baseline against candidate", "latency": "Latency: p50, p95, p99",
+    "evidence": "Production-like evidence",
     "workloads": "Per-workload table", "red-flags": "Red flags", "findings": "Rubric findings",
     "risks": "Owner and risk map", "rollback": "Rollback", "disproof": "Disproof criteria",
     "questions": "Senior review questions", "environment": "Environment and software stack",
@@ -133,6 +134,11 @@ def test_every_chart_spec_validates(packet):
         "forest_layers",
         "forest_workloads",
         "risk_map",
+        "shape_portability",
+        "latency_throughput",
+        "stability",
+        "perf_per_watt",
+        "quality_drift",
     } <= set(model["charts"])
     for spec in model["charts"].values():
         charts.validate(spec)

@@ -28,6 +28,11 @@ def test_build_incremental_rebuild(log, tmp_path):
     for page in ("index.html", "red-flags.html", "rubric.html", "questions.html"):
         assert (out / page).exists()
     assert (out / "trends" / "gemm.html").exists()
+    # Decision pages are packets: the production-like evidence charts are on them too.
+    page = json.loads((out / "decisions" / "alpha" / "packet.json").read_text())
+    assert {"latency_throughput", "shape_portability", "stability", "perf_per_watt",
+            "quality_drift"} <= set(page["charts"])  # fmt: skip
+    assert 'id="chart-latency_throughput"' in (out / "decisions/alpha/packet.html").read_text()
     second = build_site(log, out, pdf=False)
     assert [d.status for d in second.decisions] == ["unchanged"] * 3
     # one decision changes: only it is rendered again
