@@ -371,9 +371,7 @@ def sweep(
 
     from reviewkit import loadgen
 
-    if profile not in suite.PROFILES:
-        choices = ", ".join(suite.PROFILES)
-        raise UsageError(f"--profile {profile!r} is unknown; choose one of {choices}")
+    suite.require_profile(profile)
     if dtype not in suite.DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(suite.DTYPES)}")
     rules = loadgen.VALIDITY[profile]
@@ -443,9 +441,7 @@ def soak(
     """Long-window stability: throughput per sub-window, clocks, temperatures, drift, throttling."""
     from reviewkit.soak import render_text, run_soak
 
-    if profile not in suite.PROFILES:
-        choices = ", ".join(suite.PROFILES)
-        raise UsageError(f"--profile {profile!r} is unknown; choose one of {choices}")
+    suite.require_profile(profile)
     with _progress("soak") as on_progress:
         doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
     if _save_evidence(doc, out, as_json):

@@ -31,6 +31,18 @@ class Loaded:
         return self.doc is not None
 
 
+def header(kind: str, created_unix_s: float) -> dict:
+    """The fields every evidence document opens with: its kind, schema, tool and time."""
+    from reviewkit import __version__
+
+    return {
+        "kind": kind,
+        "schema_version": SCHEMA_VERSIONS[kind],
+        "tool": {"name": "reviewkit", "version": __version__},
+        "created_unix_s": round(created_unix_s, 3),
+    }
+
+
 def read(path: Path, kind: str) -> Loaded:
     """The document at path if it is a `kind` result this version reads; never raises."""
     want = WRITTEN_BY[kind]

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from reviewkit import __version__, environment, kernels, suite
+from reviewkit import environment, evidence, kernels, suite
 from reviewkit.errors import UsageError
 from reviewkit.suite import TensorSpec, WorkloadSpec
 
-KIND = "reviewkit.quality"
-SCHEMA_VERSION = 1
+KIND = evidence.QUALITY
+SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
 QUALITY_DTYPES = ("bf16", "fp16", "int8")
 REFERENCE = "fp64"
 # Independent seeded input sets for the model's top-1 agreement and KL: enough tokens that one
@@ -145,10 +145,7 @@ def measure_quality(
             results.append(row)
     progress("done", len(specs), len(specs))
     return {
-        "kind": KIND,
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "reviewkit", "version": __version__},
-        "created_unix_s": round(time.time(), 3),
+        **evidence.header(KIND, time.time()),
         "profile": profile,
         "suite": suite.suite_identity().to_json(),
         "reference": REFERENCE,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from reviewkit import __version__, drift, environment, kernels, sensors, suite
+from reviewkit import drift, environment, evidence, kernels, sensors, suite
 from reviewkit.errors import UsageError
 from reviewkit.measure import (
     POLICIES,
@@ -24,8 +24,8 @@ from reviewkit.measure import (
 )
 from reviewkit.sensors import Availability
 
-KIND = "reviewkit.soak"
-SCHEMA_VERSION = 1
+KIND = evidence.SOAK
+SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
 # Long enough to heat a package and let a boost budget run out: a minute shows a turbo window
 # ending on most CPUs and GPUs; ten minutes reach thermal steady state. Smoke proves the path.
 WINDOW_S = {"smoke": 2.0, "quick": 60.0, "full": 600.0}
@@ -292,8 +292,7 @@ def reproduce_command(profile: str, device: str, workload_id: str, window_s: flo
 def find_spec(profile: str, workload_id: str | None) -> suite.WorkloadSpec:
     """The one workload a soak runs: by id, or the profile's model workload in fp32."""
     if workload_id is None:
-        if profile not in suite.PROFILES:
-            suite.plan_specs(profile, (DEFAULT_DTYPE,), None)  # raises, naming the profiles
+        suite.require_profile(profile)
         specs = [suite.default_model(profile, DEFAULT_DTYPE)]
     else:
         try:
@@ -339,10 +338,7 @@ def run_soak(
     progress = on_progress or (lambda *_: None)
     started = time.time()
     doc = {
-        "kind": KIND,
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "reviewkit", "version": __version__},
-        "created_unix_s": round(started, 3),
+        **evidence.header(KIND, started),
         "complete": False,
         "profile": profile,
         "device": str(dev),

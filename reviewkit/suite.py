@@ -609,11 +609,16 @@ def suite_identity() -> SuiteIdentity:
     return SuiteIdentity(SUITE_NAME, SUITE_VERSION, digest[:16])
 
 
+def require_profile(profile: str) -> None:
+    """UsageError naming the profiles unless `profile` is one."""
+    if profile not in PROFILES:
+        raise UsageError(f"--profile {profile!r} is unknown; choose one of {', '.join(PROFILES)}")
+
+
 def plan_specs(profile: str, dtypes: Iterable[str], only: str | None) -> list[WorkloadSpec]:
     """The workloads a request selects; UsageError names the valid choices on bad input."""
     dtypes = tuple(dtypes)
-    if profile not in PROFILES:
-        raise UsageError(f"--profile {profile!r} is unknown; choose one of {', '.join(PROFILES)}")
+    require_profile(profile)
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise UsageError(

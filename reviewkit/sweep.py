@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from reviewkit import __version__, environment, kernels, loadgen, suite
+from reviewkit import environment, evidence, kernels, loadgen, suite
 from reviewkit.errors import UsageError
 
-KIND = "reviewkit.sweep"
-SCHEMA_VERSION = 1
+KIND = evidence.SWEEP
+SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
 # The profile's primary model cell is what production serves (suite.default_model); any
 # workload can be named instead.
 DEFAULT_DTYPE = "fp32"
@@ -78,10 +78,7 @@ def run_sweep(
         results.append(row)
     progress("done", len(specs), len(specs))
     return {
-        "kind": KIND,
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "reviewkit", "version": __version__},
-        "created_unix_s": round(started, 3),
+        **evidence.header(KIND, started),
         "wall_s": round(time.time() - started, 3),
         "profile": profile,
         "device": str(dev),

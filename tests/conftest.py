@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 
@@ -31,3 +33,13 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+@pytest.fixture
+def weasyprint_warnings_fail(caplog):
+    """Any WeasyPrint record at WARNING or above fails the test (it logs instead of raising)."""
+    caplog.set_level(logging.WARNING, logger="weasyprint")
+    yield
+    bad = [r for r in caplog.records if r.name.startswith("weasyprint")
+           and r.levelno >= logging.WARNING]  # fmt: skip
+    assert not bad, [r.getMessage() for r in bad]

@@ -4,28 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evidencedocs import FakeClock
 
 from reviewkit import loadgen
 from reviewkit.loadgen import Level, Validity
-
-
-class FakeClock:
-    """Time advances only when the fake workload runs or the scheduler waits."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def work(self, seconds: float):
-        def call() -> None:
-            self.now += seconds
-
-        return call
-
-    def wait_until(self, deadline: float, _clock) -> None:
-        self.now = max(self.now, deadline)
 
 
 def test_poisson_rate_and_seed_reproducibility():

@@ -1,7 +1,6 @@
 """`reviewkit packet`: strict HTML, a paged PDF with its evidence, inert inputs, determinism."""
 
 import json
-import logging
 import re
 import subprocess
 import sys
@@ -29,14 +28,7 @@ PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=al
 LINK_PAYLOAD = "[click](javascript:alert(4)) and [off](https://example.invalid/x)"
 
 
-@pytest.fixture(autouse=True)
-def weasyprint_warnings_fail(caplog):
-    """Any WeasyPrint record at WARNING or above fails the test (it logs instead of raising)."""
-    caplog.set_level(logging.WARNING, logger="weasyprint")
-    yield
-    bad = [r for r in caplog.records if r.name.startswith("weasyprint")
-           and r.levelno >= logging.WARNING]  # fmt: skip
-    assert not bad, [r.getMessage() for r in bad]
+pytestmark = pytest.mark.usefixtures("weasyprint_warnings_fail")
 
 
 @pytest.fixture(scope="module")

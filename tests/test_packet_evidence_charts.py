@@ -5,7 +5,6 @@ clocks, analysed runs), with values worked out independently of the chart code."
 from __future__ import annotations
 
 import json
-import logging
 
 import html5lib
 import numpy as np
@@ -13,6 +12,7 @@ import pypdfium2
 import pytest
 from evidencedocs import SWEEP_VALIDITY, soak_doc, sweep_doc, sweep_workload
 from runfactory import WORKLOADS, complete_review, quality_doc, write_review
+from test_charts import datasets
 
 from reviewkit import charts, loadgen
 from reviewkit.gate import run_check
@@ -22,23 +22,6 @@ from reviewkit.packet import build_model, write_packet
 PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=alert(3)>'
 NEW_CHARTS = ("latency_throughput", "shape_portability", "stability", "perf_per_watt",
               "quality_drift")  # fmt: skip
-
-
-def datasets(node, root=None) -> list[list[dict]]:
-    """Every dataset a spec's marks use (named top-level datasets or inline values)."""
-    root = node if root is None else root
-    found = []
-    if isinstance(node, dict):
-        data = node.get("data")
-        if isinstance(data, dict):
-            found.append(data["values"] if "values" in data else root["datasets"][data["name"]])
-        for key, value in node.items():
-            if key != "datasets":
-                found += datasets(value, root)
-    elif isinstance(node, list):
-        for value in node:
-            found += datasets(value, root)
-    return found
 
 
 def rows_with(spec: dict, *keys: str) -> list[dict]:
@@ -382,13 +365,7 @@ def test_quality_within_tolerance_and_not_cited(tmp_path):
 # --- the whole packet: HTML, PDF, escaping ---------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def weasyprint_warnings_fail(caplog):
-    caplog.set_level(logging.WARNING, logger="weasyprint")
-    yield
-    bad = [r for r in caplog.records if r.name.startswith("weasyprint")
-           and r.levelno >= logging.WARNING]  # fmt: skip
-    assert not bad, [r.getMessage() for r in bad]
+pytestmark = pytest.mark.usefixtures("weasyprint_warnings_fail")
 
 
 def test_packet_shows_every_evidence_chart_in_html_and_pdf(tmp_path):
