@@ -199,38 +199,85 @@ def single_knob_change(ctx: Context) -> CheckResult:
 
 @check("production-shape-evidence")
 def production_shape_evidence(ctx: Context) -> CheckResult:
-    traces = ctx.review.evidence.get("production_traces", ())
-    if traces:
-        return CheckResult(
-            PASS,
-            f"{len(traces)} production trace(s) cited",
-            tuple(ctx.artifact("production trace", p) for p in traces),
+    from reviewkit import fitmatrix
+
+    min_coverage = float(ctx.params.get("min_coverage", fitmatrix.DEFAULT_MIN_COVERAGE))
+    factor = float(ctx.params.get("shape_range_factor", fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR))
+    cited = ctx.review.evidence.get("production_traces", ())
+    loaded = evidence_files.read_all(cited, evidence_files.TRACE)
+    notes = [f"{ctx.review.relative(x.path)}: not used: {x.reason}" for x in loaded if not x.ok]
+    evidence, traces = [], []
+    for x in loaded:
+        if not x.ok:
+            continue
+        own = x.doc.get("traces")
+        try:
+            # The fit reads every trace's op mix and shapes: a summary that does not add up
+            # is reported as not used rather than failing the whole check.
+            fitmatrix.build(own, {"workloads": []}, factor)
+        except fitmatrix.MALFORMED as exc:
+            notes.append(
+                f"{ctx.review.relative(x.path)}: not used: a damaged trace summary "
+                f"({type(exc).__name__}: {str(exc)[:80]}); re-run `reviewkit trace import`"
+            )
+            continue
+        evidence.append(ctx.artifact("production trace summary", x.path))
+        traces += own
+    evidence += [Evidence("text", "unusable trace summary", value=n) for n in notes]
+    if not traces:
+        models = [
+            w.candidate_id
+            for comp in ctx.comparisons
+            for w in comp.workloads
+            if w.layer_type == "model" and w.median_ratio
+        ]
+        why = "no usable trace summary under [evidence].production_traces" + (
+            f" ({'; '.join(notes)})" if notes else ""
         )
-    evidence, missing = [], []
-    for i, comp in enumerate(ctx.comparisons):
-        models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
-        if not models:
-            missing.append(f"candidate {i + 1}")
-        for w in models:
+        model_note = (
+            f"; the suite's model workload ({models[0]}) is measured, but it is synthetic: it "
+            "does not show production's op mix or shapes"
+            if models
+            else ""
+        )
+        return CheckResult(FAIL, why + model_note, tuple(evidence))
+    worst, summaries = PASS, []
+    for i, (_, cand) in enumerate(ctx.candidates):
+        fit = fitmatrix.build(traces, cand, factor)
+        label = f"candidate {i + 1}" if len(ctx.candidates) > 1 else "the candidate's suite"
+        verdict = PASS if fit.score >= min_coverage else FAIL
+        worst = max(worst, verdict, key=STATUS_ORDER.get)
+        summaries.append(
+            f"{label} covers {_pct(fit.score)} of production time by layer type and shape "
+            f"(threshold {_pct(min_coverage)}; {_pct(fit.layer_coverage)} by layer type alone, "
+            f"shapes within {factor:g}x)"
+        )
+        evidence.append(
+            Evidence("number", f"{label} representativeness score", value=_pct(fit.score))
+        )
+        for layer in fit.layers[:6]:
             evidence.append(
-                _workload_evidence(
-                    w,
-                    ctx.candidates[i][1],
-                    f"model-level workload, median ratio {w.median_ratio:.3f}",
+                Evidence(
+                    "number",
+                    f"production {layer.layer_type}",
+                    value=f"{_pct(layer.share)} of time, {_pct(layer.covered_share)} covered "
+                    f"({layer.suite_workloads} suite workload(s))",
                 )
             )
-    if missing:
-        return CheckResult(
-            FAIL,
-            "no production trace under [evidence].production_traces and no "
-            f"model-level workload measured for {', '.join(missing)}",
-            tuple(evidence),
-        )
-    return CheckResult(
-        PASS,
-        "no production trace, but an end-to-end model workload backs every candidate",
-        tuple(evidence),
-    )
+        for o in fit.outside[:3]:
+            near = (
+                f"nearest {o.nearest_workload} ({o.nearest_ratio:.3g}x its elements)"
+                if o.nearest_workload
+                else "no suite workload of this layer type"
+            )
+            evidence.append(
+                Evidence(
+                    "text",
+                    f"production shape outside the suite: {o.layer_type} {o.dims}",
+                    value=f"{_pct(o.share)} of time; {near}",
+                )
+            )
+    return CheckResult(worst, "; ".join(summaries), tuple(evidence))
 
 
 def _min_bits(knobs: dict) -> int:

@@ -605,3 +605,49 @@ def mfu(
 
 def main(argv: list[str] | None = None) -> None:
     app(args=argv, prog_name="reviewkit")
+
+
+trace_app = typer.Typer(no_args_is_help=True, help="Bring production profiler traces in.")
+app.add_typer(trace_app, name="trace")
+
+TRACE_SUMMARY_FILE = "trace_summary.json"
+
+
+@trace_app.command("import")
+@_user_errors
+def trace_import(
+    traces: list[Path] = typer.Argument(
+        ..., help="PyTorch profiler traces (Chrome-trace .json or .json.gz), one per rank"
+    ),
+    out: Path = typer.Option(..., "--out", help="folder to write trace_summary.json into"),
+    layer_map: list[Path] = typer.Option(
+        [],
+        "--layer-map",
+        help="a team's layer-map TOML, tried before rubrics/layer_map.toml (repeatable)",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    """Summarise production traces: op mix by layer type, shapes, device idle, data quality."""
+    from reviewkit.layermap import load_layer_map
+    from reviewkit.trace import render_text, summarise
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; pass a folder to write {TRACE_SUMMARY_FILE} in")
+    seen: set[Path] = set()
+    for p in traces:
+        if not p.is_file():
+            raise UsageError(f"{p}: no such trace file; pass .json or .json.gz profiler traces")
+        if p.resolve() in seen:
+            raise UsageError(f"{p}: given twice; pass each rank's trace once")
+        seen.add(p.resolve())
+    mapping = load_layer_map(layer_map)
+    with _progress("trace") as on_progress:
+        doc = summarise(list(traces), mapping, on_progress)
+    target = out / TRACE_SUMMARY_FILE
+    if _save_evidence(doc, target, as_json):
+        return
+    from reviewkit.report import stdout_console
+
+    console = stdout_console()
+    console.print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"wrote {target}", highlight=False, soft_wrap=True)

@@ -17,6 +17,7 @@ FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no significant difference"
 NOT_COMPARABLE = "not comparable"
 # Knobs that follow from others rather than being mapping choices of their own.
 DERIVED_KNOBS = ("device_name",)
+DEVICE_KNOB = "device"
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,19 @@ class Comparison:
     layer_types: tuple[LayerComparison, ...]
 
     def mapping_knob_changes(self, ignore: tuple[str, ...] = ()) -> list[KnobChange]:
-        return [k for k in self.knob_changes if k.knob not in ignore + DERIVED_KNOBS]
+        """The changes a reviewer chose. When the device type changes (CPU to CUDA, say), a knob
+        only one of the runs records is a setting of one device that the other does not have
+        (CUDA's TF32 switches): it follows from the device change, not a second change."""
+        device = next((k for k in self.knob_changes if k.knob == DEVICE_KNOB), None)
+        cross = device is not None and _device_type(device.baseline) != _device_type(
+            device.candidate
+        )
+        return [
+            k
+            for k in self.knob_changes
+            if k.knob not in ignore + DERIVED_KNOBS
+            and not (cross and (k.baseline is None or k.candidate is None))
+        ]
 
     @property
     def p99_regressions(self) -> list[WorkloadComparison]:
@@ -106,6 +119,11 @@ class Comparison:
             "layer_types": [layer.to_json() for layer in self.layer_types],
             "p99_regressions": [w.key for w in self.p99_regressions],
         }
+
+
+def _device_type(device: object) -> str:
+    """The kind of device, whatever its index: "cuda:0" -> "cuda"."""
+    return str(device).split(":", 1)[0] if device else ""
 
 
 def knob_diff(base: dict, cand: dict) -> list[KnobChange]:

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewkit import __version__
-from reviewkit.checks import PASS, STATUS_ORDER
+from reviewkit import __version__, fitmatrix
+from reviewkit.checks import FAIL, PASS, STATUS_ORDER
 from reviewkit.errors import InputError, ReviewkitError
 from reviewkit.gate import Report, run_check
 from reviewkit.hashing import sha256_file
+from reviewkit.platforms import MEASURED, PlatformMatrix, build_matrix
 
 PACKET_SCHEMA_VERSION = 1
 TEMPLATES = Path(__file__).resolve().parent.parent / "report_templates"
@@ -397,8 +398,55 @@ def build_model(report: Report) -> dict:
         "artifacts": _artifacts(report),
         "warnings": list(report.warnings),
     }
+    matrix = build_matrix(runs, r.sla_targets)
+    model["platforms"] = _platforms_model(matrix)
     model["charts"] = _charts(report, runs, layer_rows, workload_rows, charts)
+    model["production_fit"], fit_specs = _fit_input(report, charts)
+    model["charts"].update(fit_specs)
+    if matrix.multi_device:  # with one device the section says so: no empty chart
+        model["charts"]["platform_matrix"] = charts.platform_matrix(
+            model["platforms"]["cells"], [p.label for p in matrix.platforms]
+        )
     return model
+
+
+def _platforms_model(matrix: PlatformMatrix) -> dict:
+    """The matrix as the packet shows it: every cell with its platform's device facts beside it,
+    and the line said instead of a chart when every run is on one device."""
+    by_label = {p.label: p for p in matrix.platforms}
+    cells = []
+    for c in matrix.cells:
+        p = by_label[c.platform]
+        cells.append(
+            {
+                **c.to_json(),
+                "device_name": p.device_name,
+                "dtype": p.dtype,
+                "peak_source": p.peak_source,
+                "p99_ms": _ms(c.p99_s),
+                "sla_p99_ms": _ms(c.sla_p99_s),
+            }
+        )
+    platforms = []
+    for p in matrix.platforms:
+        measured = [c for c in matrix.cells if c.platform == p.label and c.status == MEASURED]
+        metered = [c for c in measured if c.flops_per_joule is not None]
+        missing = next((c.energy_reason for c in measured if c.flops_per_joule is None), "")
+        if metered:
+            energy = f"metered for {len(metered)} of {len(measured)} measured workload(s)"
+            energy += f"; not for the others: {missing}" if missing else ""
+        else:  # one reason for the platform instead of the same one on every row
+            energy = f"not measured: {missing or 'no measured workload'}"
+        platforms.append({**p.to_json(), "energy": energy})
+    note = ""
+    if not matrix.multi_device:
+        device = matrix.devices[0] if matrix.devices else "one device"
+        note = (
+            f"All runs are on one device, {device}: the comparison above is the platform view. "
+            "A workloads x platforms matrix is drawn when the review names runs from two or "
+            "more devices (another machine, or CPU beside GPU)."
+        )
+    return {**matrix.to_json(), "platforms": platforms, "cells": cells, "note": note}
 
 
 def _charts(
@@ -541,12 +589,17 @@ def _trade_rows(report: Report) -> list[dict]:
         model = next(
             (w for w in doc["workloads"] if w["layer_type"] == "model" and w.get("stats")), None
         )
+        energy = (model or {}).get("energy") or {}
         rows.append(
             {
                 "candidate": _run_label(i, len(report.comparisons)),
                 "throughput_per_s": 1 / model["stats"]["mean_s"] if model else None,
                 "latency_p99_s": model["stats"]["p99_s"] if model else None,
-                "energy_j_per_call": None,  # no power counter recorded in the runs
+                # joules over the metered window / calls in it; None (drawn "not available")
+                # where the run metered no energy for the model
+                "energy_j_per_call": energy["joules"] / energy["calls"]
+                if energy.get("available") and energy.get("calls")
+                else None,
                 "engineering_risk": risk,
             }
         )
@@ -934,6 +987,284 @@ def _quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[s
     if not item:
         notes.append(f"the rubric has no `{PRECISION_CHECK}` item: no tolerances drawn")
     return rows, tolerances, notes
+
+
+# --- production fit: the cited trace summaries against each candidate's suite ------------------
+
+FIT_CHECK = fitmatrix.CHECK
+DEFAULT_MIN_COVERAGE = fitmatrix.DEFAULT_MIN_COVERAGE
+DEFAULT_SHAPE_RANGE_FACTOR = fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR
+TRACE_HOWTO = (
+    "profile production with torch.profiler (record_shapes=True), run `reviewkit trace import "
+    "TRACE --out evidence/` and cite evidence/trace_summary.json under "
+    "[evidence].production_traces"
+)
+NO_TRACE = (
+    "No production trace is cited, so nothing shows which share of production time the suite "
+    f"covers: {TRACE_HOWTO}."
+)
+NO_USABLE_TRACE = f"No cited file is a usable trace summary (see above): {TRACE_HOWTO}."
+FIT_MALFORMED = fitmatrix.MALFORMED
+MAX_UNMAPPED_NAMES = 5  # the unmapped row names its largest operators; the summary lists more
+DIMS_MAX_CHARS = 160  # a shape of hundreds of arguments is cut, not pasted whole into a cell
+MAX_QUALITY_EXAMPLES = 3  # trace.MAX_EXAMPLES: a summary keeps no more per rule
+
+
+def _num(x: object) -> float | int | None:
+    """A finite number read from a file, else None (JSON from disk may hold NaN or a string)."""
+    import math
+
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _fit_params(report: Report) -> tuple[float | None, float, list[str]]:
+    """(min_coverage, shape_range_factor, notes) of the rubric's production-shape item."""
+    item = next((i for i in report.rubric.items if i.check == FIT_CHECK), None)
+    if item is None:
+        why = (
+            f"the rubric has no `{FIT_CHECK}` item: shapes are matched within "
+            f"{DEFAULT_SHAPE_RANGE_FACTOR:g}x and no threshold is drawn"
+        )
+        return None, DEFAULT_SHAPE_RANGE_FACTOR, [why]
+    return (
+        float(item.params.get("min_coverage", DEFAULT_MIN_COVERAGE)),
+        float(item.params.get("shape_range_factor", DEFAULT_SHAPE_RANGE_FACTOR)),
+        [],
+    )
+
+
+def _trace_provenance(source: str, t: dict) -> dict:
+    """Where one trace came from and how far its data can be trusted, as the summary says."""
+    clock = t.get("clock") if isinstance(t.get("clock"), dict) else {}
+    events = t.get("events") if isinstance(t.get("events"), dict) else {}
+    quality = []
+    for q in t.get("quality") if isinstance(t.get("quality"), list) else []:
+        if isinstance(q, dict):
+            examples = q.get("examples") if isinstance(q.get("examples"), list) else []
+            quality.append(
+                {
+                    "rule": str(q.get("rule", "?")),
+                    "count": _num(q.get("count")),
+                    "description": str(q.get("description", "")),
+                    "examples": [str(e) for e in examples[:MAX_QUALITY_EXAMPLES]],
+                }
+            )
+    devices = t.get("devices") if isinstance(t.get("devices"), list) else []
+    return {
+        "summary": source,
+        "path": str(t.get("path", "?")),
+        "sha256": str(t.get("sha256") or ""),
+        "size_bytes": _num(t.get("size_bytes")),
+        "gzip": bool(t.get("gzip")),
+        "rank": _num(t.get("rank")),
+        "world_size": _num(t.get("world_size")),
+        "rank_source": str(t.get("rank_source") or ""),
+        "devices": [str(d) for d in devices],
+        "time_basis": str(t.get("time_basis") or ""),
+        "window_s": _num(t.get("window_s")),
+        "events": _num(events.get("total")),
+        "record_shapes": bool(t.get("record_shapes")),
+        "clock": {
+            "resolution": str(clock.get("resolution") or "not recorded"),
+            "ts_unit": str(clock.get("ts_unit") or ""),
+            "display_time_unit": str(clock.get("display_time_unit") or ""),
+            "base_time_ns": _num(clock.get("base_time_ns")),
+        },
+        "quality": quality,
+    }
+
+
+def _usable_traces(report: Report, factor: float) -> tuple[list[dict], list[dict], list[str]]:
+    """(traces the fit can use, their provenance, notes on every file or trace left out)."""
+    from reviewkit import evidence
+
+    docs, notes = _loaded(report, evidence.TRACE, "production_traces")
+    traces, provenance = [], []
+    for source, doc in docs:
+        listed = doc.get("traces")
+        if not isinstance(listed, list) or not listed:
+            notes.append(f"{source}: not used: no traces in the summary")
+            continue
+        for k, t in enumerate(listed):
+            name = str(t.get("path", f"trace {k + 1}")) if isinstance(t, dict) else f"trace {k + 1}"
+            try:  # scored alone against an empty suite: the trace's own fields must add up
+                alone = fitmatrix.build([t], {"workloads": []}, factor).to_json()
+                json.dumps(alone, allow_nan=False)
+            except FIT_MALFORMED as exc:
+                notes.append(f"{source}: {name}: not a usable trace ({type(exc).__name__})")
+                continue
+            traces.append(t)
+            provenance.append(_trace_provenance(source, t))
+    return traces, provenance, notes
+
+
+def _unmapped_note(traces: list[dict]) -> str:
+    """The largest operators no layer-map rule names, with their share of all production time."""
+    total = sum(t["op_mix"]["time_s"] for t in traces) or 1.0
+    by_name: dict[str, float] = {}
+    for t in traces:
+        for u in (t["op_mix"].get("unmapped") or {}).get("top") or []:
+            if isinstance(u, dict) and _num(u.get("time_s")) is not None:
+                name = str(u.get("name"))
+                by_name[name] = by_name.get(name, 0.0) + u["time_s"]
+    top = sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_UNMAPPED_NAMES]
+    listed = ", ".join(f"{n} ({100 * s / total:.1f}%)" for n, s in top)
+    return "no layer-map rule names these operators" + (
+        f"; the largest: {listed}" if listed else ""
+    )
+
+
+def _fit_candidate(fit, label: str, run: str, min_coverage: float | None, unmapped: str) -> dict:
+    from reviewkit.fitmatrix import MAX_OUTSIDE_LISTED, UNMAPPED
+
+    suite = {x.layer_type: x.suite_workloads for x in fit.layers}
+    rows = []
+    for r in fit.rows:
+        row = {
+            "layer_type": r.layer_type,
+            "band": r.band,
+            "numel_low": r.numel_low,
+            "numel_high": r.numel_high,
+            "share": r.share,
+            "covered_share": r.covered_share,
+            "workloads": list(r.workloads),
+            "note": "",
+        }
+        if r.layer_type == UNMAPPED:
+            row["note"] = unmapped
+        elif r.numel_low is not None and r.covered_share < r.share:
+            row["note"] = (
+                "the suite has no operator-level workload of this layer type"
+                if not suite.get(r.layer_type)
+                else f"outside every suite workload's {fit.shape_range_factor:g}x window: see "
+                "the shapes outside the suite"
+            )
+        rows.append(row)
+    layers = []
+    for x in fit.layers:
+        covering = sorted(
+            {w for r in fit.rows if r.layer_type == x.layer_type for w in r.workloads}
+        )
+        layers.append(
+            {
+                "layer_type": x.layer_type,
+                "share": x.share,
+                "covered_share": x.covered_share,
+                "covered_of_layer": x.covered_share / x.share if x.share > 0 else None,
+                "suite_workloads": x.suite_workloads,
+                "covering": covering,
+                "note": unmapped if x.layer_type == UNMAPPED else "",
+            }
+        )
+    outside = []
+    for o in fit.outside:
+        dims = json.dumps(o.dims)
+        if len(dims) > DIMS_MAX_CHARS:
+            dims = dims[: DIMS_MAX_CHARS - 1] + "…"
+        outside.append(
+            {
+                "layer_type": o.layer_type,
+                "dims": o.dims,
+                "dims_text": dims,
+                "numel": o.numel,
+                "share": o.share,
+                "nearest_workload": o.nearest_workload,
+                "nearest_ratio": o.nearest_ratio,
+            }
+        )
+    verdict = "" if min_coverage is None else (PASS if fit.score >= min_coverage else FAIL)
+    return {
+        "candidate": label,
+        "run": run,
+        "chart": "",
+        "same_as": "",
+        "score": fit.score,
+        "layer_coverage": fit.layer_coverage,
+        "verdict": verdict,
+        "time_basis": fit.time_basis,
+        "rows": rows,
+        "layers": layers,
+        "outside": outside,
+        # fitmatrix lists at most this many: the table then says more may exist
+        "outside_capped": len(fit.outside) >= MAX_OUTSIDE_LISTED,
+    }
+
+
+def _fit_input(report: Report, charts) -> tuple[dict, dict]:
+    """The production-fit section (per candidate: score against the rubric's threshold, layer
+    types, shapes outside the suite; per trace: provenance and data quality) and its charts."""
+    from reviewkit import fitmatrix
+
+    min_coverage, factor, notes = _fit_params(report)
+    finding = next((f for f in report.findings if f.item.check == FIT_CHECK), None)
+    section = {
+        "available": False,
+        "note": "",
+        "notes": notes,
+        "min_coverage": min_coverage,
+        "shape_range_factor": factor,
+        "finding": {"id": finding.item.id, "status": finding.status, "summary": finding.summary}
+        if finding
+        else None,
+        "traces": [],
+        "candidates": [],
+        "outside_listed_max": fitmatrix.MAX_OUTSIDE_LISTED,
+    }
+    if not report.review.evidence.get("production_traces"):
+        section["note"] = NO_TRACE
+        return section, {}
+    traces, provenance, not_used = _usable_traces(report, factor)
+    section["notes"] = not_used + notes
+    section["traces"] = provenance
+    if not traces:
+        section["note"] = NO_USABLE_TRACE
+        return section, {}
+    if not sum(t["op_mix"]["time_s"] for t in traces) > 0:
+        section["note"] = "The cited traces record no operator time: " + TRACE_HOWTO + "."
+        return section, {}
+    unmapped = _unmapped_note(traces)
+    n = len(report.review_candidates)
+    specs, seen = {}, {}
+    for i, (path, doc) in enumerate(report.review_candidates):
+        label, run = _run_label(i, n), report.review.relative(path)
+        try:
+            fit = fitmatrix.build(traces, doc, factor)
+            # This suite lists other shapes outside it than the empty-suite check did: the
+            # model must still serialise.
+            key = json.dumps(fit.to_json(), sort_keys=True, allow_nan=False)
+        except FIT_MALFORMED as exc:
+            section["notes"].append(f"{label}: not scored ({type(exc).__name__})")
+            continue
+        c = _fit_candidate(fit, label, run, min_coverage, unmapped)
+        c["time_basis_text"] = charts.TIME_BASIS_WORDS.get(fit.time_basis, fit.time_basis)
+        if key in seen:  # same suite, same fit: said once, not drawn twice
+            c["same_as"] = seen[key]
+        else:
+            seen[key] = label
+            c["chart"] = "fit_matrix" if not specs else f"fit_matrix_{i + 1}"
+            chart_notes = [f"{label}: {run}"] if n > 1 else []
+            names = ", ".join(p["path"] for p in provenance[:4])
+            more = f" and {len(provenance) - 4} more" if len(provenance) > 4 else ""
+            chart_notes.append(f"{len(traces)} trace{'' if len(traces) == 1 else 's'}: "
+                               f"{names}{more}")  # fmt: skip
+            specs[c["chart"]] = charts.fit_matrix(
+                c["rows"],
+                {
+                    "score": fit.score,
+                    "min_coverage": min_coverage,
+                    "layer_coverage": fit.layer_coverage,
+                    "time_basis": fit.time_basis,
+                    "shape_range_factor": factor,
+                },
+                chart_notes,
+            )
+        section["candidates"].append(c)
+    section["available"] = bool(section["candidates"])
+    if not section["available"]:
+        section["note"] = "No candidate run could be scored against the traces (see above)."
+    return section, specs
 
 
 def _generated() -> str | None:

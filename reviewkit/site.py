@@ -91,7 +91,12 @@ def _render_salt(pdf: bool, rubric: Path | None) -> str:
     for name in RENDER_INPUTS:
         digest.update(sha256_file(TEMPLATES / name).encode())
     digest.update(sha256_file(rubric or DEFAULT_RUBRIC).encode())
-    for module in ("packet.py", "charts.py", "checks.py", "gate.py", "compare.py", "analysis.py"):
+    # Every module whose output a page shows: the fit matrix scores the cited trace summaries
+    # (read through evidence.py); trace.py only writes them, so a change there reaches a page
+    # through the summary file, which input_hash already covers.
+    modules = ("packet.py", "platforms.py", "fitmatrix.py", "evidence.py", "charts.py",
+               "checks.py", "gate.py", "compare.py", "analysis.py")  # fmt: skip
+    for module in modules:
         digest.update(sha256_file(Path(__file__).parent / module).encode())
     return digest.hexdigest()
 

@@ -31,6 +31,9 @@ ANSWER_PROMPT = "Answer: "
 EVIDENCE_PROMPT = "Evidence pointer (path in the review folder, optional #anchor; empty for none): "
 SHORT_SHA = 12
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "missing": "magenta", "fail": "red"}
+# Manual questions an automatic check informs: its finding is shown before the question, so
+# the representativeness answer starts from the trace's measured fit, not from memory.
+RELATED_CHECKS = {"representativeness": "production-shape-evidence"}
 
 InputFn = Callable[[str], str]
 
@@ -312,6 +315,15 @@ def _show_evidence(report: Report, console: Console) -> None:
             say(f"    {escape(e.label)}: {escape(e.path)} (sha256 {e.sha256[:SHORT_SHA]})")
 
 
+def _show_related(report: Report, name: str, say: Callable[..., None]) -> None:
+    status, summary, evidence = _check_result(report, name)
+    say(f"  The {name} check:")
+    say(f"    [{STATUS_STYLE.get(status, 'red')}]{status.upper()}[/] {escape(summary)}")
+    for e in evidence:
+        if e.kind in ("number", "text"):
+            say(f"    {escape(e.label)}: {escape(e.value)}")
+
+
 # --- the walk ---------------------------------------------------------------------------------
 
 
@@ -344,6 +356,9 @@ def _ask_question(
     say(f"[dim]Needs:[/] {escape(item.evidence)}", wrap=True)
     say("")
     _show_evidence(report, console)
+    related = RELATED_CHECKS.get(item.id)
+    if related in CHECKS:
+        _show_related(report, related, say)
     say("")
     if current is not None:
         say(f"Current answer: {escape(current.answer)}", wrap=True)

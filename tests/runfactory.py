@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import tomlkit
-from evidencedocs import soak_doc, sweep_doc, sweep_workload
+from evidencedocs import soak_doc, sweep_doc, sweep_workload, trace_summary_doc
 
 from reviewkit.analysis import analyse_run, energy_absent, workload_energy
 from reviewkit.bundle import write_run
@@ -27,6 +27,15 @@ WORKLOADS = [
     ("attention.toy-sdpa.b4s512", "attention", {"batch": 4, "seq": 512}, 3.2e9, 2.5e7, 3e-2),
     ("model.toy-decoder.b1s256", "model", {"batch": 1, "seq": 256}, 2.7e10, 2.6e8, 0.25),
 ]
+# The first input's shape, as the suite records it: what a production trace's shapes are
+# matched against (the GEMM's activations [tokens, 768], the SDPA's query).
+INPUT_SHAPES = {
+    "gemm.toy-ffn-up.b1s128": [128, 768],
+    "gemm.toy-ffn-up.b4s512": [2048, 768],
+    "attention.toy-sdpa.b1s128": [1, 12, 128, 64],
+    "attention.toy-sdpa.b4s512": [4, 12, 512, 64],
+    "model.toy-decoder.b1s256": [1, 256],
+}
 
 
 TEST_METHOD = "RAPL powercap energy_uj, package-0 (test bundle)"
@@ -69,7 +78,8 @@ def make_run(
             "id": wid, "layer_type": layer_type, "kernel": "test", "source_model": "toy",
             "dtype": dtype, "status": status,
             "reason": "" if status == "ok" else "RuntimeError: not implemented for 'Half'",
-            "inputs": [], "params": params, "flops": flops, "matmul_flops": flops,
+            "inputs": [{"shape": INPUT_SHAPES[name], "dtype": dtype}], "params": params,
+            "flops": flops, "matmul_flops": flops,
             "bytes": nbytes, "definition_hash": "0" * 16,
             "samples_s": data if status == "ok" else [], "warmup_samples_s": [],
             "stopped_by": "target", "reproduce": f"reviewkit run --only '{wid}'",
@@ -131,13 +141,14 @@ def complete_review() -> dict:
                      "procedure": "flip the dtype flag", "fallback": "fp32 weights kept"},
         "disproof": [{"statement": "model not 1.5x faster", "workload": "model.*",
                       "metric": "median_ratio", "comparison": ">", "threshold": 0.667}],
-        "evidence": {"production_traces": ["evidence/trace.json"],
+        "evidence": {"production_traces": ["evidence/trace_summary.json"],
                      "long_window": "evidence/soak.json", "quality": "evidence/quality.json",
                      "power": "evidence/power.json", "sweep": "evidence/sweep.json"},
         "answers": {
             "senior-question": {"answer": "compute-bound", "evidence": "runs/cand/run.json"},
             "primary-metric": {"answer": "model p99", "evidence": "runs/cand/run.json"},
-            "representativeness": {"answer": "matches trace", "evidence": "evidence/trace.json"},
+            "representativeness": {"answer": "matches trace",
+                                   "evidence": "evidence/trace_summary.json"},
         },
         "decision": {"status": "proposed", "date": "2026-12-02"},
     }  # fmt: skip
@@ -161,6 +172,9 @@ def write_review(
     sweep = sweep_doc(sweep_workload(call_s=0.1))
     (folder / "evidence" / "sweep.json").write_text(json.dumps(sweep) + "\n")
     (folder / "evidence" / "quality.json").write_text(json.dumps(quality_doc()) + "\n")
+    # The real importer's summary of a production mix the toy suite covers 90% of.
+    summary = trace_summary_doc(folder / "evidence")
+    (folder / "evidence" / "trace_summary.json").write_text(json.dumps(summary) + "\n")
     path = folder / "review.toml"
     path.write_text(tomlkit.dumps(review))
     return path

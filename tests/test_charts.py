@@ -230,6 +230,54 @@ def quality_chart(rows: list[dict]) -> dict:
     return charts.quality_drift(rows, {"bf16": 0.01, "fp16": 0.002})
 
 
+PLATFORMS = ["Test CPU · fp32", "A100-SXM4-80GB · fp32"]
+
+
+def platform_cells() -> list[dict]:
+    return [
+        {"workload": "model.decoder.b1s256", "platform": PLATFORMS[0], "status": "measured",
+         "mfu": 0.2, "p99_s": 0.3, "sla": "met", "peak_source": "measured"},
+        {"workload": "model.decoder.b1s256", "platform": PLATFORMS[1], "status": "measured",
+         "mfu": 0.45, "p99_s": 0.004, "sla": "met", "peak_source": "datasheet"},
+        {"workload": "gemm.ffn-up.b4s512", "platform": PLATFORMS[0], "status": "measured",
+         "mfu": 0.6, "p99_s": 0.09, "sla": "missed", "sla_reason": "p99 90 ms > 50 ms",
+         "peak_source": "measured"},
+        {"workload": "gemm.ffn-up.b4s512", "platform": PLATFORMS[1], "status": "not measured",
+         "reason": "not in the run", "sla": "not measured"},
+    ]  # fmt: skip
+
+
+def platform_chart(cells: list[dict]) -> dict:
+    return charts.platform_matrix(cells, PLATFORMS)
+
+
+def fit_rows() -> list[dict]:
+    """A production mix: GEMM 50% in 1e4-1e5 (40% covered), 20% in 1e6-1e7 (covered), 5% with
+    no shape; attention 10% covered, 5% past the listed shapes; 10% unmapped."""
+
+    def row(layer, band, low, share, covered, workloads=()):
+        return {"layer_type": layer, "band": band, "numel_low": low,
+                "numel_high": low * 10 if low else None, "share": share,
+                "covered_share": covered, "workloads": list(workloads)}  # fmt: skip
+
+    return [
+        row("attention", "1e4-1e5 elements", 10**4, 0.10, 0.10, ["attention.sdpa.b1s128"]),
+        row("attention", "other shapes", None, 0.05, 0.0),
+        row("gemm", "1e4-1e5 elements", 10**4, 0.50, 0.40, ["gemm.ffn-up.b1s128"]),
+        row("gemm", "1e6-1e7 elements", 10**6, 0.20, 0.20, ["gemm.ffn-up.b4s512"]),
+        row("gemm", "shape not recorded", None, 0.05, 0.0),
+        {**row("unmapped", "not mapped", None, 0.10, 0.0), "note": "custom ops"},
+    ]  # fmt: skip
+
+
+FIT_SUMMARY = {"score": 0.7, "min_coverage": 0.5, "layer_coverage": 0.9, "time_basis": "host",
+               "shape_range_factor": 4.0}  # fmt: skip
+
+
+def fit_chart(rows: list[dict]) -> dict:
+    return charts.fit_matrix(rows, FIT_SUMMARY)
+
+
 # name, chart function, input builder, a label from the input that the SVG must show
 CASES = [
     ("roofline", charts.roofline, roofline_runs, "softmax"),
@@ -245,6 +293,8 @@ CASES = [
     ("stability", charts.stability, soak_rows, "Clocks"),
     ("perf_per_watt", charts.perf_per_watt, energy_rows, "candidate bf16"),
     ("quality_drift", quality_chart, quality_rows, "model.decoder.b1s256"),
+    ("platform_matrix", platform_chart, platform_cells, "gemm.ffn-up.b4s512"),
+    ("fit_matrix", fit_chart, fit_rows, "shape not recorded"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -514,3 +564,47 @@ def test_quality_flags_results_over_tolerance():
     assert over == {("gemm.ffn-up.b1s128", "fp16")}  # 5e-3 > 0.002; bf16 rows under 0.01
     rules = {r["dtype"]: r["rel_error"] for r in rows_with(spec, "label") if "dtype" in r}
     assert rules == {"bf16": 0.01, "fp16": 0.002}
+
+
+def test_fit_matrix_orders_rows_and_columns_and_outlines_uncovered_time():
+    spec = fit_chart(fit_rows())
+    rect, _line1, _line2, outline = spec["layer"]
+    # Rows by share: gemm 0.75, attention 0.15; unmapped last whatever its share.
+    assert rect["encoding"]["y"]["sort"] == ["gemm", "attention", "unmapped"]
+    # Decades in order of size, then the bands without an element count.
+    assert rect["encoding"]["x"]["sort"] == ["1e4-1e5", "1e6-1e7", "shape not recorded",
+                                             "other shapes", "not mapped"]  # fmt: skip
+    cells = {(c["layer_type"], c["band"]): c for c in values(spec, rect)}
+    gemm = cells[("gemm", "1e4-1e5 elements")]
+    assert (gemm["line1"], gemm["line2"]) == ("50.0%", "80% covered")  # 0.40 / 0.50
+    assert cells[("gemm", "1e6-1e7 elements")]["line2"] == "100% covered"
+    assert gemm["workloads_text"] == "gemm.ffn-up.b1s128"
+    assert cells[("unmapped", "not mapped")]["why"] == "custom ops"  # the caller's note wins
+    assert "record_shapes=True" in cells[("gemm", "shape not recorded")]["why"]
+    # Outlined, drawn over the cells: every cell with uncovered time, none without.
+    outlined = {(c["layer_type"], c["band"]) for c in values(spec, outline)}
+    assert outlined == {("gemm", "1e4-1e5 elements"), ("gemm", "shape not recorded"),
+                        ("attention", "other shapes"), ("unmapped", "not mapped")}  # fmt: skip
+    assert outline["mark"]["stroke"] == charts.UNCOVERED_COLOUR == "#D55E00"
+    assert outline["mark"]["filled"] is False
+    title = spec["title"]
+    assert title["text"] == ("Production fit: the suite covers 70.0% of production time "
+                             "(rubric: at least 50%, met)")  # fmt: skip
+    subtitle = " ".join(title["subtitle"])
+    assert "layer-type coverage 90.0%" in subtitle and "within 4x" in subtitle
+    assert "4 cells outlined in vermillion" in subtitle and "host operator self time" in subtitle
+
+
+def test_fit_matrix_below_threshold_and_rounding_is_not_uncovered():
+    rows = [{"layer_type": "gemm", "band": "1e4-1e5 elements", "numel_low": 10**4,
+             "numel_high": 10**5, "share": 0.3, "covered_share": 0.1 + 0.2, "workloads": ["g"]},
+            {"layer_type": "gemm", "band": "1e5-1e6 elements", "numel_low": 10**5,
+             "numel_high": 10**6, "share": 0.7, "covered_share": 0.0, "workloads": []}]  # fmt: skip
+    spec = charts.fit_matrix(rows, {**FIT_SUMMARY, "score": 0.3})
+    assert spec["title"]["text"].endswith("(rubric: at least 50%, NOT met)")
+    cells = {c["band"]: c for c in values(spec, spec["layer"][0])}
+    # 0.1 + 0.2 = 0.30000000000000004 > 0.3: covered, not a sliver of uncovered time.
+    assert not cells["1e4-1e5 elements"]["uncovered"]
+    assert cells["1e5-1e6 elements"]["line2"] == "0% covered"
+    no_threshold = charts.fit_matrix(rows, {**FIT_SUMMARY, "min_coverage": None})
+    assert no_threshold["title"]["text"].endswith("(the rubric sets no threshold)")

@@ -57,7 +57,16 @@ def test_sample_review_checks_as_its_decision_says():
     assert report.verdict == "fail"
     # Real quality evidence is cited: the fallback flag clears, and the precision flag stays
     # for a measured reason (the random-weight decoder's top-1 agreement, 97.7% < 99%).
-    assert {f.item.id for f in report.red_flags} == {"precision-quality", "long-window"}
+    # No production trace is cited (this is a CPU development machine, no production exists
+    # to profile), and the suite's own decoder no longer stands in for one: production-shape
+    # fails, saying what would clear it.
+    assert {f.item.id for f in report.red_flags} == {
+        "precision-quality",
+        "long-window",
+        "production-shape",
+    }
+    shape = next(f for f in report.findings if f.item.id == "production-shape")
+    assert "no usable trace summary" in shape.summary and "synthetic" in shape.summary
     quality = next(f for f in report.findings if f.item.id == "precision-quality")
     assert "top-1 agreement" in quality.summary
     assert status["fallback"] == "pass"
@@ -78,3 +87,36 @@ def test_sample_review_checks_as_its_decision_says():
     assert soak["analysis"]["verdict"] == "stable" and soak["measured_window_s"] >= 60
     assert status["long-window"] == "warn"
     assert [d["status"] for d in report.disproof] == ["holds"] * 3
+
+
+TRACE_SAMPLES = sorted((Path(__file__).parents[1] / "samples").glob("*/trace_summary.json"))
+SHARED_TRACES = Path(__file__).parents[2] / "shared" / "traces"
+# What a re-import may change: when and how long, and the command line it was run with.
+VOLATILE = ("created_unix_s", "import_wall_s", "command", "tool")
+
+
+@pytest.mark.parametrize("path", TRACE_SAMPLES, ids=[p.parent.name for p in TRACE_SAMPLES])
+def test_trace_sample_is_a_current_summary_and_says_where_it_came_from(path):
+    import json
+
+    from reviewkit import evidence
+
+    loaded = evidence.read(path, evidence.TRACE)
+    assert loaded.ok, loaded.reason
+    assert (path.parent / "README.md").exists(), "each sample says which machine recorded it"
+    readme = (path.parent / "README.md").read_text()
+    for t in loaded.doc["traces"]:
+        assert t["sha256"][:8] in readme, "the README names the trace it was imported from"
+    source = SHARED_TRACES / loaded.doc["traces"][0]["path"]
+    if not source.exists():
+        pytest.skip(f"{source} is not on this machine: the re-import cannot be compared")
+    # Re-importing the same trace with the current importer and layer map gives the same
+    # summary: the sample is current, not a leftover of an older importer.
+    from reviewkit.layermap import load_layer_map
+    from reviewkit.trace import summarise
+
+    fresh = json.loads(json.dumps(summarise([source], load_layer_map())))
+    stored = {k: v for k, v in loaded.doc.items() if k not in VOLATILE}
+    assert {k: v for k, v in fresh.items() if k not in VOLATILE} == stored, (
+        f"{path} is stale; re-run the command in its README.md"
+    )
