@@ -562,8 +562,15 @@ def _charts(
             ]
         ),
     }
-    if len(report.comparisons) > 1:
-        specs["trade_view"] = charts.trade_view(_trade_rows(report))
+    from reviewkit.platforms import device_name
+
+    devices = {device_name(d) for d in [report.baseline, *(d for _, d in report.review_candidates)]}
+    if len(report.comparisons) > 1 or len(devices) > 1:
+        # Across devices the baseline is one of the platforms on the shortlist: it is traded
+        # against the candidates too, not only the candidates against each other.
+        specs["trade_view"] = charts.trade_view(
+            _trade_rows(report, with_baseline=len(devices) > 1)
+        )
     specs["shape_portability"] = charts.shape_heatmap(_shape_input(report, workload_rows))
     specs["latency_throughput"] = charts.latency_throughput(*_sweep_input(report))
     specs["stability"] = charts.stability(*_soak_input(report))
@@ -578,21 +585,34 @@ def _slice(w: dict) -> str:
     return slice_key(w)
 
 
-def _trade_rows(report: Report) -> list[dict]:
-    """Throughput and p99 of the end-to-end model per candidate; energy only if measured;
-    engineering risk from the rubric's findings (share of non-passing blocking and major items)."""
+# Staying on the baseline rolls nothing out: it carries no engineering risk of the change.
+BASELINE_RISK = 0.0
+
+
+def _trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
+    """Throughput and p99 of the end-to-end model per candidate (and the baseline, across
+    devices); energy only if measured; engineering risk from the rubric's findings (share of
+    non-passing blocking and major items)."""
+    from reviewkit.platforms import device_name, short_device
+
     rows = []
     weights = {"blocking": 1.0, "major": 0.5, "minor": 0.0}
     total = sum(weights[f.item.severity] for f in report.findings) or 1.0
     risk = sum(weights[f.item.severity] for f in report.findings if f.status != PASS) / total
-    for i, (_, doc) in enumerate(report.review_candidates):
+    entries = [(_run_label(i, len(report.comparisons)), doc, risk)
+               for i, (_, doc) in enumerate(report.review_candidates)]  # fmt: skip
+    if with_baseline:
+        entries = [("baseline", report.baseline, BASELINE_RISK), *entries]
+        entries = [(f"{label} · {short_device(device_name(doc))}", doc, r)
+                   for label, doc, r in entries]  # fmt: skip
+    for label, doc, run_risk in entries:
         model = next(
             (w for w in doc["workloads"] if w["layer_type"] == "model" and w.get("stats")), None
         )
         energy = (model or {}).get("energy") or {}
         rows.append(
             {
-                "candidate": _run_label(i, len(report.comparisons)),
+                "candidate": label,
                 "throughput_per_s": 1 / model["stats"]["mean_s"] if model else None,
                 "latency_p99_s": model["stats"]["p99_s"] if model else None,
                 # joules over the metered window / calls in it; None (drawn "not available")
@@ -600,7 +620,7 @@ def _trade_rows(report: Report) -> list[dict]:
                 "energy_j_per_call": energy["joules"] / energy["calls"]
                 if energy.get("available") and energy.get("calls")
                 else None,
-                "engineering_risk": risk,
+                "engineering_risk": run_risk,
             }
         )
     return rows

@@ -200,8 +200,24 @@ def test_trade_view_energy_is_the_model_joules_per_call(cross):
     assert rows["candidate 1"]["energy_j_per_call"] == pytest.approx(1.2)
     assert rows["candidate 2"]["energy_j_per_call"] is None
     bars = [row for values in datasets(model["charts"]["trade_view"]) for row in values
-            if row.get("candidate") == "candidate 1" and "value" in row]  # fmt: skip
+            if str(row.get("candidate")).startswith("candidate 1 · ")
+            and "value" in row]  # fmt: skip
     assert pytest.approx(1.2) in [row["value"] for row in bars]  # drawn, not "not available"
+
+
+def test_trade_view_across_devices_trades_the_baseline_too(cross):
+    report, model, _ = cross
+    rows = _trade_rows(report, with_baseline=True)
+    labels = [r["candidate"] for r in rows]
+    # The CPU baseline is a platform of the shortlist; each label names its device.
+    assert labels[0].startswith("baseline · ") and len(labels) == 3
+    assert all(" · " in label for label in labels)
+    # Staying on the baseline rolls nothing out; the candidates carry the review's risk.
+    assert rows[0]["engineering_risk"] == 0.0
+    assert rows[1]["engineering_risk"] == rows[2]["engineering_risk"] > 0
+    drawn = {str(row.get("candidate")) for values in datasets(model["charts"]["trade_view"])
+             for row in values}  # fmt: skip
+    assert labels[0] in drawn
 
 
 # --- cross-device review: check and packet ---------------------------------------------------
