@@ -432,7 +432,9 @@ def main() -> None:
                     hta = run_hta(hta_python, path, work, i, args.hta_backend, rounding)
                     runs.setdefault(("hta", kind), []).append(hta)
 
-    cpu = _cpu_model()
+    from reviewkit.environment import cpu_model
+
+    cpu = cpu_model()
     print(f"machine: {cpu}, {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} now")
     print(f"reviewkit: {_git_state()}")
     print(f"repeats: {args.repeats} each, interleaved; MB/s over the uncompressed JSON bytes")
@@ -526,14 +528,6 @@ def _git_state() -> str:
     return f"commit {head}" + (" + uncommitted changes in reviewkit/" if dirty else "")
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

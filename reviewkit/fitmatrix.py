@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from reviewkit.compare import slice_key
+from reviewkit.layermap import COMPOSITE_LAYER_TYPES
 
 UNMAPPED = "unmapped"
 CHECK = "production-shape-evidence"  # the rubric check that scores the fit
@@ -16,9 +17,8 @@ DEFAULT_SHAPE_RANGE_FACTOR = 4.0
 # A trace summary's numbers drive arithmetic: a damaged one may fail in any of these ways, and
 # becomes a "not used" reason instead of a crash.
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
-# Layer types the suite measures as composites: they stand for many production ops at once,
-# so they do not cover any single production operator's shape.
-COMPOSITE_LAYER_TYPES = ("block", "model")
+# Composite workloads (block, model) stand for many production ops at once, so they do not
+# cover any single production operator's shape.
 MAX_OUTSIDE_LISTED = 20
 
 

@@ -9,24 +9,15 @@ from pathlib import Path
 
 from reviewkit.errors import InputError
 from reviewkit.hashing import sha256_file
+from reviewkit.suite import LAYER_TYPES
 from reviewkit.tomlfile import closest, read_toml
 
 DEFAULT_LAYER_MAP = Path(__file__).resolve().parent.parent / "rubrics" / "layer_map.toml"
 SCHEMA_VERSION = 1
-# The suite's operator-level layer types: a trace's operators are single ops, so "block" and
-# "model" (composites the suite measures end to end) are not targets of a mapping rule.
-MAPPABLE_LAYER_TYPES = (
-    "gemm",
-    "attention",
-    "conv",
-    "norm",
-    "softmax",
-    "elementwise",
-    "embedding",
-    "reduction",
-    "data-movement",
-    "collective",
-)
+# The suite's operator-level layer types: a trace's operators are single ops, so the
+# composites the suite measures end to end ("block", "model") are not targets of a rule.
+COMPOSITE_LAYER_TYPES = ("block", "model")
+MAPPABLE_LAYER_TYPES = tuple(t for t in LAYER_TYPES if t not in COMPOSITE_LAYER_TYPES)
 RULE_KEYS = ("layer_type", "ops", "kernels")
 FILE_KEYS = ("schema_version", "rules", "replace_default")
 

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import logging
+import signal
 
 import pytest
+
+
+def pytest_configure(config):
+    # A test run started in the background (nohup, `cmd &` in a script) inherits SIGINT as
+    # ignored, and an ignored signal stays ignored across exec: the Ctrl-C tests' children
+    # would never see their interrupt. A handled signal is reset to the default on exec, so
+    # handling it here gives every child the default, as in a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
