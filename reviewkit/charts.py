@@ -1308,7 +1308,7 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
 
 # The bands fitmatrix.build gives time without an element count, drawn after the decades in this
 # order: time whose shape was not recorded, time past the summary's listed shapes, unmapped time.
-FIT_TAIL_BANDS = ("shape not recorded", "other shapes", "not mapped")
+FIT_TAIL_BANDS = ("empty tensor", "shape not recorded", "other shapes", "not mapped")
 FIT_UNMAPPED = "unmapped"  # fitmatrix.UNMAPPED: its own row, last, whatever its share
 FIT_ROW_PX = 34  # two 9 px text lines ("12.3%", "80% covered") and their margins
 FIT_MIN_COLUMN_PX = 104  # "shape not recorded" at 9 px is ~100 px: narrower clips the label
@@ -1326,6 +1326,7 @@ TIME_BASIS_WORDS = {
     "mixed": "device time where a trace has GPU events, host operator time elsewhere",
 }
 FIT_BAND_WHY = {  # tooltip: why time in these columns is never covered
+    "empty tensor": "operators on tensors with a zero dimension: no size to match",
     "shape not recorded": "no Input Dims recorded (profile with record_shapes=True): counts "
     "towards layer-type coverage only",
     "other shapes": "shapes past the ones the summary lists: not matched against the suite",

@@ -243,7 +243,15 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
         return CheckResult(FAIL, why + model_note, tuple(evidence))
     worst, summaries = PASS, []
     for i, (_, cand) in enumerate(ctx.candidates):
-        fit = fitmatrix.build(traces, cand, factor)
+        try:
+            fit = fitmatrix.build(traces, cand, factor)
+        except fitmatrix.MALFORMED as exc:  # a summary's shapes that do not add up
+            return CheckResult(
+                FAIL,
+                f"the cited trace summaries cannot be scored ({type(exc).__name__}: "
+                f"{str(exc)[:80]}); re-run `reviewkit trace import`",
+                tuple(evidence),
+            )
         label = f"candidate {i + 1}" if len(ctx.candidates) > 1 else "the candidate's suite"
         verdict = PASS if fit.score >= min_coverage else FAIL
         worst = max(worst, verdict, key=STATUS_ORDER.get)

@@ -20,6 +20,7 @@ MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, Arithm
 # Composite workloads (block, model) stand for many production ops at once, so they do not
 # cover any single production operator's shape.
 MAX_OUTSIDE_LISTED = 20
+EMPTY_TENSOR = "empty tensor"
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,14 @@ def _production_shapes(traces: list[dict]) -> tuple[dict, float]:
                 rows.append((None, None, layer_s, "shape not recorded"))
                 continue
             for x in sh["shapes"]:
-                rows.append((x["dims"], x["numel"], layer_s * x["time_s"] / host_s, ""))
+                numel = x["numel"]
+                # An op on an empty tensor (a 0 in its dims) has no size to match on a log
+                # scale; it is kept apart, not dropped.
+                label = "" if numel is None or numel > 0 else EMPTY_TENSOR
+                rows.append(
+                    (x["dims"], numel if not label else None, layer_s * x["time_s"] / host_s,
+                     label)
+                )
             other = sh.get("other_shapes", {}).get("time_s", 0.0)
             if other:
                 rows.append((None, None, layer_s * other / host_s, "other shapes"))

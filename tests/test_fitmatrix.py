@@ -182,3 +182,15 @@ def test_a_damaged_trace_summary_is_not_used_and_said_so(tmp_path):
     assert "evidence/trace_summary.json: not used: a damaged trace summary (KeyError" in (
         finding.summary
     )
+
+
+def test_an_op_on_an_empty_tensor_is_kept_apart(tmp_path):
+    # A [0, 768] input has no size on a log scale: its 100 us are neither matched nor lost.
+    ops = [
+        ("aten::linear", 1000, 300, [[1, 128, 768], [3072, 768], [3072]]),
+        ("aten::linear", 2000, 100, [[0, 768], [3072, 768], [3072]]),
+    ]
+    fit = _fit(tmp_path, ops)
+    assert fit.score == pytest.approx(0.75)
+    empty = next(r for r in fit.rows if r.band == fitmatrix.EMPTY_TENSOR)
+    assert empty.share == pytest.approx(0.25) and empty.covered_share == 0
