@@ -210,20 +210,26 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
     for x in loaded:
         if not x.ok:
             continue
-        own = x.doc.get("traces")
-        try:
-            # The fit reads every trace's op mix and shapes: a summary that does not add up
-            # is reported as not used rather than failing the whole check.
-            fitmatrix.build(own, {"workloads": []}, factor)
-        except fitmatrix.MALFORMED as exc:
-            notes.append(
-                f"{ctx.review.relative(x.path)}: not used: a damaged trace summary "
-                f"({type(exc).__name__}: {str(exc)[:80]}); re-run `reviewkit trace import`"
-            )
+        where = ctx.review.relative(x.path)
+        listed = x.doc.get("traces")
+        if not isinstance(listed, list) or not listed:
+            notes.append(f"{where}: not used: no traces in the summary")
             continue
         evidence.append(ctx.artifact("production trace summary", x.path))
-        traces += own
+        for k, t in enumerate(listed):
+            try:
+                # Scored alone against an empty suite, as the packet does: a trace whose op
+                # mix or shapes do not add up is left out, said so, and the rest still count.
+                fitmatrix.build([t], {"workloads": []}, factor)
+            except fitmatrix.MALFORMED as exc:
+                notes.append(
+                    f"{where}: trace {k + 1} not used: a damaged trace summary "
+                    f"({type(exc).__name__}: {str(exc)[:80]}); re-run `reviewkit trace import`"
+                )
+                continue
+            traces.append(t)
     evidence += [Evidence("text", "unusable trace summary", value=n) for n in notes]
+    traces = fitmatrix.unique_traces(traces)
     if not traces:
         models = [
             w.candidate_id

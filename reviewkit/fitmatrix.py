@@ -71,6 +71,19 @@ class FitMatrix:
         return asdict(self)
 
 
+def unique_traces(traces: list[dict]) -> list[dict]:
+    """Each trace file once: two summaries citing the same rank's trace (same sha256) must not
+    count its time twice."""
+    seen, out = set(), []
+    for t in traces:
+        key = t.get("sha256") if isinstance(t, dict) else None
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(t)
+    return out
+
+
 def _numel(shape) -> int | None:
     if not isinstance(shape, list) or not shape or not all(type(x) is int for x in shape):
         return None

@@ -1115,6 +1115,9 @@ def _usable_traces(report: Report, factor: float) -> tuple[list[dict], list[dict
             except FIT_MALFORMED as exc:
                 notes.append(f"{source}: {name}: not a usable trace ({type(exc).__name__})")
                 continue
+            if t.get("sha256") and any(t["sha256"] == u.get("sha256") for u in traces):
+                notes.append(f"{source}: {name}: cited again (same sha256): counted once")
+                continue
             traces.append(t)
             provenance.append(_trace_provenance(source, t))
     return traces, provenance, notes

@@ -179,7 +179,7 @@ def test_a_damaged_trace_summary_is_not_used_and_said_so(tmp_path):
     summary_path.write_text(json.dumps(doc))
     finding = next(f for f in run_check(path).findings if f.item.id == "production-shape")
     assert finding.status == "fail"
-    assert "evidence/trace_summary.json: not used: a damaged trace summary (KeyError" in (
+    assert "evidence/trace_summary.json: trace 1 not used: a damaged trace summary (KeyError" in (
         finding.summary
     )
 
@@ -194,3 +194,26 @@ def test_an_op_on_an_empty_tensor_is_kept_apart(tmp_path):
     assert fit.score == pytest.approx(0.75)
     empty = next(r for r in fit.rows if r.band == fitmatrix.EMPTY_TENSOR)
     assert empty.share == pytest.approx(0.25) and empty.covered_share == 0
+
+
+def test_the_same_trace_cited_twice_counts_once(tmp_path):
+    review = complete_review()
+    path = write_review(tmp_path, review)
+    evidence = tmp_path / "evidence"
+    # A copy of the toy summary (same trace, same sha256) and a second rank whose 1000 us run
+    # at a shape 85x the largest suite GEMM. Counted once: 900 covered of 2000 us = 45%, under
+    # the 50% threshold; counted twice it would read 1800 of 3000 = 60% and pass.
+    (evidence / "again.json").write_text((evidence / "trace_summary.json").read_text())
+    other = tmp_path / "rank1"
+    other.mkdir()
+    far = [("aten::linear", 1000, 1000, [[8, 4096, 4096], [4096, 4096], [4096]])]
+    (evidence / "rank1.json").write_text(json.dumps(trace_summary_doc(other, far)))
+    text = path.read_text().replace(
+        'production_traces = ["evidence/trace_summary.json"]',
+        'production_traces = ["evidence/trace_summary.json", "evidence/again.json", '
+        '"evidence/rank1.json"]',
+    )
+    path.write_text(text)
+    finding = next(f for f in run_check(path).findings if f.item.id == "production-shape")
+    assert "45.0% of production time" in finding.summary
+    assert finding.status == "fail"

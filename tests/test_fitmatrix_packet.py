@@ -278,6 +278,28 @@ def test_a_damaged_trace_in_a_summary_is_left_out_with_a_note(tmp_path):
     assert fit_of(model)["score"] == pytest.approx(0.9)
 
 
+def test_a_trace_cited_twice_counts_once_in_the_packet_as_in_the_gate(tmp_path):
+    folder = tmp_path / "review"
+    review = complete_review()
+    review["evidence"]["production_traces"] = [
+        "evidence/trace_summary.json",
+        "evidence/again.json",
+    ]
+    path = write_review(folder, review)
+    evidence = folder / "evidence"
+    (evidence / "again.json").write_text((evidence / "trace_summary.json").read_text())
+    report = run_check(path)
+    model = build_model(report)
+    pf = model["production_fit"]
+    assert [t["path"] for t in pf["traces"]] == ["production-trace.json"]
+    assert pf["notes"] == [
+        "evidence/again.json: production-trace.json: cited again (same sha256): counted once"
+    ]
+    gate = next(f for f in report.findings if f.item.id == "production-shape")
+    assert "90.0% of production time" in gate.summary
+    assert fit_of(model)["score"] == pytest.approx(0.9)
+
+
 # --- HTML, PDF, escaping, the site -----------------------------------------------------------
 
 
