@@ -88,8 +88,25 @@ QUALITY_RULES = {
 }
 
 
+# A microsecond time beyond this (about 31,700 years) is not a clock reading; it would also
+# overflow sums into inf.
+MAX_PLAUSIBLE_US = 1e18
+
+
 def _num(v) -> bool:
-    return (type(v) is int or type(v) is float) and v == v  # False only for NaN
+    """A finite number of plausible size (bool is not a number here, NaN and inf are not)."""
+    return (type(v) is int or type(v) is float) and -MAX_PLAUSIBLE_US < v < MAX_PLAUSIBLE_US
+
+
+def _key(v) -> bool:
+    """pid, tid, device and stream become dictionary keys: numbers or strings only."""
+    return type(v) is int or type(v) is str
+
+
+def _clean_dims(dims: list) -> list:
+    """Input Dims as JSON-safe shapes: each argument a list of ints, anything else (a float, a
+    nested list, a string) written as [] so it is no shape rather than a broken summary."""
+    return [d if isinstance(d, list) and all(type(x) is int for x in d) else [] for d in dims]
 
 
 class _Thread:
@@ -146,6 +163,8 @@ class _Summariser:
         if not isinstance(dims, list):
             return -1
         types = args.get("Input type")
+        if isinstance(types, list):
+            types = [t if isinstance(t, str) else str(t)[:40] for t in types]
         key = repr(dims) + "|" + repr(types)
         i = self.shapes.get(key)
         if i is None:
@@ -154,7 +173,7 @@ class _Summariser:
                 return -2
             i = len(self.shape_list)
             self.shapes[key] = i
-            self.shape_list.append((dims, types if isinstance(types, list) else None))
+            self.shape_list.append((_clean_dims(dims), types if isinstance(types, list) else None))
         return i
 
     def add(self, index: int, ev: object, path: Path) -> None:
@@ -184,15 +203,27 @@ class _Summariser:
             return
         if not _num(ts) or not _num(dur):
             bad = "ts" if not _num(ts) else "dur"
+            value = ev.get(bad)
+            what = (
+                f"out of range (a finite number of microseconds below {MAX_PLAUSIBLE_US:.0e})"
+                if type(value) in (int, float)
+                else "not a number"
+            )
             raise TraceFormatError(
                 f"{path}: event #{index} ({str(name)[:80]!r}) has {bad} = "
-                f"{str(ev.get(bad))[:40]!r}, not a number; Chrome-trace ts and dur are numbers "
-                "of microseconds"
+                f"{str(value)[:40]!r}, {what}; Chrome-trace ts and dur are numbers of "
+                "microseconds"
             )
         if not isinstance(name, str):
             raise TraceFormatError(
                 f"{path}: event #{index} has a name of type {type(name).__name__}, not a "
                 "string"
+            )
+        if not _key(pid) or not _key(tid):
+            bad = "pid" if not _key(pid) else "tid"
+            raise TraceFormatError(
+                f"{path}: event #{index} ({name[:80]!r}) has {bad} = "
+                f"{str(ev.get(bad))[:40]!r}; a Chrome-trace pid and tid are numbers or strings"
             )
         if dur < 0:
             self.quality.add("negative-duration", index, ev, f"dur {dur}")
@@ -233,6 +264,9 @@ class _Summariser:
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         device = args.get("device", pid)
         stream = args.get("stream", ev.get("tid"))
+        # Both become keys and labels: an odd value (a list, an object) is named, not fatal.
+        device = device if _key(device) else str(device)[:40]
+        stream = stream if _key(stream) else str(stream)[:40]
         d = self.device.get(device)
         if d is None:
             d = self.device[device] = {"starts": array("d"), "ends": array("d"), "streams": {}}
@@ -420,9 +454,10 @@ def _complement(u: tuple, lo: float, hi: float) -> tuple:
 
 
 def _numel(dims) -> int | None:
-    """Element count of the first argument that is a tensor shape (a list of ints)."""
+    """Element count of the first argument that is a tensor shape (a list of ints, none
+    negative); 0 for an empty tensor."""
     for d in dims or ():
-        if isinstance(d, list) and d and all(type(x) is int for x in d):
+        if isinstance(d, list) and d and all(type(x) is int and x >= 0 for x in d):
             n = 1
             for x in d:
                 n *= x

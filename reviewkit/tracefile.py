@@ -91,7 +91,13 @@ class TraceStream:
                     f"{self.path}: the gzip stream is truncated (ends before its trailer); "
                     "the file was cut short: copy it again from where it was recorded"
                 )
-            tail = utf8.decode(b"", final=True)
+            try:
+                tail = utf8.decode(b"", final=True)
+            except UnicodeDecodeError as exc:  # a multi-byte character cut at the very end
+                raise TraceFormatError(
+                    f"{self.path}: ends inside a UTF-8 character (byte {self.bytes_read}); the "
+                    "file was cut short or is not UTF-8 text"
+                ) from exc
             if tail:
                 yield tail
         self.sha256 = digest.hexdigest()
