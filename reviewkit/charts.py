@@ -823,7 +823,7 @@ def trade_view(rows: list[dict]) -> dict:
             title=axis_title,
             scale=alt.Scale(domain=domain) if domain else alt.Undefined,
         )
-        y = alt.Y("candidate:N", title="Candidate", sort=candidates)
+        y = alt.Y("candidate:N", title=None, sort=candidates)
         bar_layer = (
             alt.Chart(_data(bars))
             .mark_bar(color="#4C78A8")
