@@ -12,6 +12,8 @@ from pathlib import Path
 
 import altair as alt
 
+from reviewkit import fitmatrix
+
 # vl-convert lays text out with its own font set and WeasyPrint with fontconfig's: DejaVu Sans
 # is on both sides, so the SVG in the PDF measures and draws with the same glyphs.
 FONT = "DejaVu Sans"
@@ -1306,10 +1308,8 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
 
 # --- production fit --------------------------------------------------------------------------
 
-# The bands fitmatrix.build gives time without an element count, drawn after the decades in this
-# order: time whose shape was not recorded, time past the summary's listed shapes, unmapped time.
-FIT_TAIL_BANDS = ("empty tensor", "shape not recorded", "other shapes", "not mapped")
-FIT_UNMAPPED = "unmapped"  # fitmatrix.UNMAPPED: its own row, last, whatever its share
+FIT_TAIL_BANDS = fitmatrix.TAIL_BANDS  # drawn after the decades, in this order
+FIT_UNMAPPED = fitmatrix.UNMAPPED  # its own row, last, whatever its share
 FIT_ROW_PX = 34  # two 9 px text lines ("12.3%", "80% covered") and their margins
 FIT_MIN_COLUMN_PX = 104  # "shape not recorded" at 9 px is ~100 px: narrower clips the label
 MAX_FIT_LAYERS = 16  # with the caption, one A4 page; the table and packet.json have every row
@@ -1326,11 +1326,11 @@ TIME_BASIS_WORDS = {
     "mixed": "device time where a trace has GPU events, host operator time elsewhere",
 }
 FIT_BAND_WHY = {  # tooltip: why time in these columns is never covered
-    "empty tensor": "operators on tensors with a zero dimension: no size to match",
-    "shape not recorded": "no Input Dims recorded (profile with record_shapes=True): counts "
-    "towards layer-type coverage only",
-    "other shapes": "shapes past the ones the summary lists: not matched against the suite",
-    "not mapped": "no layer-map rule names these operators: nothing to match them against",
+    fitmatrix.EMPTY_TENSOR: "operators on tensors with a zero dimension: no size to match",
+    fitmatrix.SHAPE_NOT_RECORDED: "no Input Dims recorded (profile with record_shapes=True): "
+    "counts towards layer-type coverage only",
+    fitmatrix.OTHER_SHAPES: "shapes past the ones the summary lists: not matched against the suite",
+    fitmatrix.NOT_MAPPED: "no layer-map rule names these operators: nothing to match them against",
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reviewkit import evidence as evidence_files
+from reviewkit import fitmatrix
 from reviewkit.compare import FASTER, SLOWER, Comparison, WorkloadComparison
 from reviewkit.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
@@ -199,8 +200,6 @@ def single_knob_change(ctx: Context) -> CheckResult:
 
 @check("production-shape-evidence")
 def production_shape_evidence(ctx: Context) -> CheckResult:
-    from reviewkit import fitmatrix
-
     min_coverage = float(ctx.params.get("min_coverage", fitmatrix.DEFAULT_MIN_COVERAGE))
     factor = float(ctx.params.get("shape_range_factor", fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR))
     cited = ctx.review.evidence.get("production_traces", ())

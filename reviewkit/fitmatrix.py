@@ -20,7 +20,13 @@ MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, Arithm
 # Composite workloads (block, model) stand for many production ops at once, so they do not
 # cover any single production operator's shape.
 MAX_OUTSIDE_LISTED = 20
+# The bands of time without an element count, in the order the heatmap draws them after the
+# decades: ops on empty tensors, shapes not recorded, shapes past the summary's list, unmapped.
 EMPTY_TENSOR = "empty tensor"
+SHAPE_NOT_RECORDED = "shape not recorded"
+OTHER_SHAPES = "other shapes"
+NOT_MAPPED = "not mapped"
+TAIL_BANDS = (EMPTY_TENSOR, SHAPE_NOT_RECORDED, OTHER_SHAPES, NOT_MAPPED)
 
 
 @dataclass(frozen=True)
@@ -135,11 +141,11 @@ def _production_shapes(traces: list[dict]) -> tuple[dict, float]:
             sh = t.get("shapes", {}).get(layer)
             rows = per_layer.setdefault(layer, [])
             if not sh:
-                rows.append((None, None, layer_s, "shape not recorded"))
+                rows.append((None, None, layer_s, SHAPE_NOT_RECORDED))
                 continue
             host_s = sh["shaped_time_s"] + sh["unshaped_time_s"]
             if host_s <= 0:
-                rows.append((None, None, layer_s, "shape not recorded"))
+                rows.append((None, None, layer_s, SHAPE_NOT_RECORDED))
                 continue
             for x in sh["shapes"]:
                 numel = x["numel"]
@@ -147,19 +153,18 @@ def _production_shapes(traces: list[dict]) -> tuple[dict, float]:
                 # scale; it is kept apart, not dropped.
                 label = "" if numel is None or numel > 0 else EMPTY_TENSOR
                 rows.append(
-                    (x["dims"], numel if not label else None, layer_s * x["time_s"] / host_s,
-                     label)
+                    (x["dims"], numel if not label else None, layer_s * x["time_s"] / host_s, label)
                 )
             other = sh.get("other_shapes", {}).get("time_s", 0.0)
             if other:
-                rows.append((None, None, layer_s * other / host_s, "other shapes"))
+                rows.append((None, None, layer_s * other / host_s, OTHER_SHAPES))
             if sh["unshaped_time_s"]:
                 rows.append(
-                    (None, None, layer_s * sh["unshaped_time_s"] / host_s, "shape not recorded")
+                    (None, None, layer_s * sh["unshaped_time_s"] / host_s, SHAPE_NOT_RECORDED)
                 )
         unmapped = mix["unmapped"]["time_s"]
         if unmapped:
-            per_layer.setdefault(UNMAPPED, []).append((None, None, unmapped, "not mapped"))
+            per_layer.setdefault(UNMAPPED, []).append((None, None, unmapped, NOT_MAPPED))
     return per_layer, total_s
 
 
@@ -190,7 +195,7 @@ def build(traces: list[dict], run: dict, shape_range_factor: float) -> FitMatrix
             layer_cov_s += layer_s
         for dims, numel, time_s, label in shapes:
             if numel is None:
-                r = row(layer, label or "shape not recorded", None, None)
+                r = row(layer, label or SHAPE_NOT_RECORDED, None, None)
                 r["time_s"] += time_s
                 continue
             band, lo, hi = band_of(numel)
@@ -204,8 +209,9 @@ def build(traces: list[dict], run: dict, shape_range_factor: float) -> FitMatrix
             else:
                 wid, ratio = _nearest(numel, suite) if suite else ("", None)
                 outside.append(
-                    OutsideShape(layer, dims, numel, time_s / total_s if total_s else 0.0, wid,
-                                 ratio)
+                    OutsideShape(
+                        layer, dims, numel, time_s / total_s if total_s else 0.0, wid, ratio
+                    )
                 )
         score_s += covered_layer_s
         layers.append(

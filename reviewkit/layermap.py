@@ -42,20 +42,18 @@ class LayerMap:
     _kernel_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def op_layer(self, name: str) -> str | None:
-        try:
-            return self._op_cache[name]
-        except KeyError:
-            hit = next((lt for lt, rx in self._op_re if rx.match(name)), None)
-            self._op_cache[name] = hit
-            return hit
+        return _first_match(name, self._op_re, self._op_cache)
 
     def kernel_layer(self, name: str) -> str | None:
-        try:
-            return self._kernel_cache[name]
-        except KeyError:
-            hit = next((lt for lt, rx in self._kernel_re if rx.match(name)), None)
-            self._kernel_cache[name] = hit
-            return hit
+        return _first_match(name, self._kernel_re, self._kernel_cache)
+
+
+def _first_match(name: str, rules: tuple, cache: dict) -> str | None:
+    try:
+        return cache[name]
+    except KeyError:
+        hit = cache[name] = next((lt for lt, rx in rules if rx.match(name)), None)
+        return hit
 
 
 def _compile(patterns: tuple[str, ...], flags: int) -> re.Pattern | None:
@@ -129,12 +127,13 @@ def load_layer_map(extra: tuple[Path, ...] | list[Path] = ()) -> LayerMap:
         own, _ = _rules_from(DEFAULT_LAYER_MAP)
         rules += own
         sources.append(
-            {"path": "rubrics/layer_map.toml", "sha256": sha256_file(DEFAULT_LAYER_MAP),
-             "rules": len(own)}
+            {
+                "path": "rubrics/layer_map.toml",
+                "sha256": sha256_file(DEFAULT_LAYER_MAP),
+                "rules": len(own),
+            }
         )
-    op_re = tuple(
-        (r.layer_type, rx) for r in rules if (rx := _compile(r.ops, 0)) is not None
-    )
+    op_re = tuple((r.layer_type, rx) for r in rules if (rx := _compile(r.ops, 0)) is not None)
     kernel_re = tuple(
         (r.layer_type, rx) for r in rules if (rx := _compile(r.kernels, re.IGNORECASE)) is not None
     )

@@ -41,7 +41,6 @@ MAX_SHAPES_LISTED = 100  # per layer type in the summary, by time; the rest is "
 MAX_OPS_LISTED = 200  # per-name totals in the summary, by time
 MAX_UNMAPPED_LISTED = 25
 MAX_EXAMPLES = 3  # offending events quoted per data-quality rule
-UNMAPPED = "unmapped"
 PROGRESS_EVERY = 50_000  # events between progress callbacks: cheap, still smooth
 
 DEFINITIONS = {
@@ -196,8 +195,9 @@ class _Summariser:
         pid, tid = ev.get("pid"), ev.get("tid")
         if name is None or ts is None or dur is None or pid is None or tid is None:
             missing = [
-                k for k, v in (("name", name), ("ts", ts), ("dur", dur), ("pid", pid),
-                               ("tid", tid)) if v is None
+                k
+                for k, v in (("name", name), ("ts", ts), ("dur", dur), ("pid", pid), ("tid", tid))
+                if v is None
             ]
             self.quality.add("missing-fields", index, ev, "no " + ", ".join(missing))
             return
@@ -216,8 +216,7 @@ class _Summariser:
             )
         if not isinstance(name, str):
             raise TraceFormatError(
-                f"{path}: event #{index} has a name of type {type(name).__name__}, not a "
-                "string"
+                f"{path}: event #{index} has a name of type {type(name).__name__}, not a string"
             )
         if not _key(pid) or not _key(tid):
             bad = "pid" if not _key(pid) else "tid"
@@ -269,11 +268,16 @@ class _Summariser:
         stream = stream if _key(stream) else str(stream)[:40]
         d = self.device.get(device)
         if d is None:
-            d = self.device[device] = {"starts": array("d"), "ends": array("d"), "streams": {}}
+            d = self.device[device] = {
+                "starts": array("d"),
+                "ends": array("d"),
+                "streams": {},
+                "stream_ids": array("i"),
+            }
         d["starts"].append(ts)
         d["ends"].append(end)
         sid = d["streams"].setdefault(str(stream), len(d["streams"]))
-        d.setdefault("stream_ids", array("i")).append(sid)
+        d["stream_ids"].append(sid)
         layer = self.map.kernel_layer(name)
         if layer is None and cat != "kernel":
             layer = "data-movement"  # memcpy / memset move bytes whatever they are named
@@ -606,9 +610,7 @@ def _clock(s: _Summariser, meta: dict, window: tuple[float, float]) -> dict:
     return clock
 
 
-def summarise_one(
-    path: Path, layer_map: LayerMap, on_progress: Callable | None = None
-) -> dict:
+def summarise_one(path: Path, layer_map: LayerMap, on_progress: Callable | None = None) -> dict:
     """The summary of one trace file (one rank)."""
     path = Path(path)
     stream = TraceStream(path)
@@ -641,9 +643,11 @@ def summarise_one(
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     rank = dist.get("rank", 0)
     props = meta.get("deviceProperties")
-    devices = [
-        str(p.get("name"))[:120] for p in props if isinstance(p, dict) and p.get("name")
-    ] if isinstance(props, list) else []
+    devices = (
+        [str(p.get("name"))[:120] for p in props if isinstance(p, dict) and p.get("name")]
+        if isinstance(props, list)
+        else []
+    )
     ops_sorted = sorted(host["ops"].items(), key=lambda kv: -kv[1]["total_s"])
     device_ops = sorted(s.device_ops.items(), key=lambda kv: -kv[1][1])
     summary = {

@@ -16,6 +16,7 @@ import html5lib
 import pypdfium2
 import pytest
 from evidencedocs import TOY_PRODUCTION_OPS, trace_summary_doc
+from htmlsafety import parse_inert
 from runfactory import complete_review, make_run, write_review
 from test_charts import datasets
 
@@ -355,13 +356,7 @@ def test_hostile_names_from_a_trace_are_escaped(tmp_path):
     assert spec_text.count(PAYLOAD.replace('"', '\\"')) >= 3  # layer type, unmapped name, file
     html = result.html.read_text()
     assert PAYLOAD not in html and "<script>alert" not in html
-    tree = html5lib.parse(html, namespaceHTMLElements=False)
-    for el in tree.iter():
-        for attr, value in el.attrib.items():
-            assert not attr.lower().startswith("on"), (el.tag, attr)
-            assert "javascript:" not in value.lower()
-    assert all(s.get("src") or s.get("type") == "application/json" for s in tree.iter("script"))
-    assert not [el for el in tree.iter("img") if el.get("src") == "x"]
+    tree = parse_inert(html)
     section = " ".join(tree.find(".//section[@id='production-fit']").itertext())
     assert PAYLOAD in section  # shown as text
     spec = json.loads(tree.find(".//script[@id='spec-fit_matrix']").text)

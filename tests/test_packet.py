@@ -8,6 +8,7 @@ import sys
 import html5lib
 import pypdfium2
 import pytest
+from htmlsafety import parse_inert
 from runfactory import complete_review, write_review
 
 from reviewkit import charts
@@ -166,14 +167,7 @@ def test_injection_payloads_are_inert(tmp_path):
     review["decision"]["note"] = "Decision " + PAYLOAD
     result = write_packet(write_review(tmp_path / "review", review), tmp_path / "out")
     html = result.html.read_text()
-    tree = html5lib.parse(html, namespaceHTMLElements=False)
-    for el in tree.iter():
-        for attr, value in el.attrib.items():
-            assert not attr.lower().startswith("on"), (el.tag, attr)
-            assert "javascript:" not in value.lower()
-    scripts = [el for el in tree.iter("script")]
-    assert all(s.get("src") or s.get("type") == "application/json" for s in scripts)
-    assert not [el for el in tree.iter("img") if el.get("src") == "x"]
+    parse_inert(html)
     assert "example.invalid" not in html  # the off-machine link lost its href
     pages, _ = pdf_text(result.pdf)
     text = "\n".join(pages)

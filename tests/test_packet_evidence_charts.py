@@ -11,6 +11,7 @@ import numpy as np
 import pypdfium2
 import pytest
 from evidencedocs import SWEEP_VALIDITY, soak_doc, sweep_doc, sweep_workload
+from htmlsafety import parse_inert
 from runfactory import WORKLOADS, complete_review, quality_doc, write_review
 from test_charts import datasets
 
@@ -415,14 +416,7 @@ def test_untrusted_strings_from_evidence_files_reach_the_html_escaped(tmp_path):
     text = json.dumps([model["charts"][n] for n in NEW_CHARTS])
     assert text.count(PAYLOAD.replace('"', '\\"')) >= 4  # the strings are there, as data
     assert PAYLOAD not in html and "<script>alert" not in html
-    tree = html5lib.parse(html, namespaceHTMLElements=False)
-    for el in tree.iter():
-        for attr, value in el.attrib.items():
-            assert not attr.lower().startswith("on"), (el.tag, attr)
-            assert "javascript:" not in value.lower()
-    scripts = list(tree.iter("script"))
-    assert all(s.get("src") or s.get("type") == "application/json" for s in scripts)
-    assert not [el for el in tree.iter("img") if el.get("src") == "x"]
+    tree = parse_inert(html)
     # The JSON specs parse back to the same strings (jinja's tojson escapes < > & ').
     spec = json.loads(tree.find(".//script[@id='spec-latency_throughput']").text)
     assert PAYLOAD in json.dumps(spec, ensure_ascii=False).replace('\\"', '"')
