@@ -13,9 +13,9 @@ import argparse
 
 import torch
 
-from reviewkit import kernels
-from reviewkit.measure import CALIBRATION_POLICY, _median, calibrate_compute, device_timed
-from reviewkit.timing import collect_samples
+from reviewkit.measure.runner import CALIBRATION_POLICY, _median, calibrate_compute, device_timed
+from reviewkit.measure.timing import collect_samples
+from reviewkit.suite import kernels
 
 SQUARE = (128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072)
 MAX_CALL_S = 0.3

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from reviewkit.timing import SamplingPolicy, collect_samples, timed_call
+from reviewkit.measure.timing import SamplingPolicy, collect_samples, timed_call
 
 N = 200_000
 

@@ -15,9 +15,10 @@ import statistics
 import torch
 from torch.utils import benchmark as tb
 
-from reviewkit import kernels, suite
-from reviewkit.measure import POLICIES, device_timed
-from reviewkit.timing import collect_samples
+from reviewkit.measure.runner import POLICIES, device_timed
+from reviewkit.measure.timing import collect_samples
+from reviewkit.suite import kernels
+from reviewkit.suite import workloads as suite
 
 WORKLOADS = [
     "gemm.bert-base-ffn-up.b1s512.fp32",

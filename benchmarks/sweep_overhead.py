@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from reviewkit import loadgen
+from reviewkit.evidence import loadgen
 
 QUERIES = 200_000
 ROUNDS = 5

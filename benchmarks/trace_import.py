@@ -432,7 +432,7 @@ def main() -> None:
                     hta = run_hta(hta_python, path, work, i, args.hta_backend, rounding)
                     runs.setdefault(("hta", kind), []).append(hta)
 
-    from reviewkit.environment import cpu_model
+    from reviewkit.measure.environment import cpu_model
 
     cpu = cpu_model()
     print(f"machine: {cpu}, {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} now")

@@ -1,6 +1,6 @@
 """Entry point for `python -m reviewkit`."""
 
-from reviewkit.cli import main
+from reviewkit.cli.app import main
 
 if __name__ == "__main__":
     main()

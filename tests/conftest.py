@@ -20,9 +20,9 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     """An analysed smoke run of fp32 and bf16, written as a bundle; returns (doc, folder)."""
-    from reviewkit import measure
-    from reviewkit.analysis import analyse_run
-    from reviewkit.bundle import write_run
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import write_run
+    from reviewkit.measure import runner as measure
 
     doc = measure.run(measure.RunRequest(profile="smoke", dtypes=("fp32", "bf16")))
     analyse_run(doc)

@@ -6,8 +6,8 @@ workload of fixed cost, the soak verdict from `drift.detect` on the sub-windows 
 
 from __future__ import annotations
 
-from reviewkit import drift, loadgen
-from reviewkit.loadgen import Validity
+from reviewkit.evidence import drift, loadgen
+from reviewkit.evidence.loadgen import Validity
 
 
 class FakeClock:
@@ -186,8 +186,8 @@ def trace_summary_doc(folder, ops: list[tuple] | None = None) -> dict:
     import json
     from pathlib import Path
 
-    from reviewkit.layermap import load_layer_map
-    from reviewkit.trace import summarise
+    from reviewkit.evidence.trace.layermap import load_layer_map
+    from reviewkit.evidence.trace.summary import summarise
 
     path = Path(folder) / "production-trace.json"
     path.write_text(json.dumps(chrome_trace(ops or TOY_PRODUCTION_OPS)))

@@ -9,8 +9,8 @@ import numpy as np
 import tomlkit
 from evidencedocs import soak_doc, sweep_doc, sweep_workload, trace_summary_doc
 
-from reviewkit.analysis import analyse_run, energy_absent, workload_energy
-from reviewkit.bundle import write_run
+from reviewkit.analysis.roofline import analyse_run, energy_absent, workload_energy
+from reviewkit.bundle.run import write_run
 
 KNOBS = {
     "device": "cpu", "device_name": "Test CPU", "dtypes": ["fp32"], "threads": 2,

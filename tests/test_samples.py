@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewkit import suite
-from reviewkit.analysis import analyse_run
-from reviewkit.bundle import load_run
+from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.run import load_run
+from reviewkit.suite import workloads as suite
 
 SAMPLES = sorted((Path(__file__).parents[1] / "samples").glob("*/run.json"))
 
@@ -48,7 +48,7 @@ def test_sample_statistics_are_rederived_from_raw_samples(path):
 
 def test_sample_review_checks_as_its_decision_says():
     """The sample review is "needs-evidence": fast and mechanism-backed, quality short of it."""
-    from reviewkit.gate import run_check
+    from reviewkit.review.gate import run_check
 
     review = Path(__file__).parents[1] / "samples" / "review-bf16-transformer" / "review.toml"
     report = run_check(review)
@@ -99,7 +99,7 @@ VOLATILE = ("created_unix_s", "import_wall_s", "command", "tool")
 def test_trace_sample_is_a_current_summary_and_says_where_it_came_from(path):
     import json
 
-    from reviewkit import evidence
+    from reviewkit.evidence import files as evidence
 
     loaded = evidence.read(path, evidence.TRACE)
     assert loaded.ok, loaded.reason
@@ -112,8 +112,8 @@ def test_trace_sample_is_a_current_summary_and_says_where_it_came_from(path):
         pytest.skip(f"{source} is not on this machine: the re-import cannot be compared")
     # Re-importing the same trace with the current importer and layer map gives the same
     # summary: the sample is current, not a leftover of an older importer.
-    from reviewkit.layermap import load_layer_map
-    from reviewkit.trace import summarise
+    from reviewkit.evidence.trace.layermap import load_layer_map
+    from reviewkit.evidence.trace.summary import summarise
 
     fresh = json.loads(json.dumps(summarise([source], load_layer_map())))
     stored = {k: v for k, v in loaded.doc.items() if k not in VOLATILE}

@@ -1,0 +1,1 @@
+"""Numbers from run bundles: roofline fractions, statistics, comparisons, platforms side by side."""

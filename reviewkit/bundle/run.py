@@ -1,0 +1,119 @@
+"""The run bundle on disk: a folder with run.json (versioned schema), written atomically."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from reviewkit.common.errors import BundleError
+
+# 2: every workload carries `energy` (metered over its measured window, or why not), and the
+# run its `energy_meter`. Version 1 bundles load through migrate_v1_to_v2.
+SCHEMA_VERSION = 2
+RUN_FILE = "run.json"
+KIND = "reviewkit.run"
+
+
+def write_json_atomic(path: Path, document: dict) -> None:
+    """Write to a temporary file beside the target, fsync, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a bundle is meant to be shared
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(out_dir: Path, doc: dict) -> Path:
+    doc = {**doc, "schema_version": SCHEMA_VERSION, "kind": KIND}
+    path = Path(out_dir) / RUN_FILE
+    write_json_atomic(path, _finite(doc))
+    return path
+
+
+def _finite(obj):
+    """JSON has no inf/NaN: write them as null (an infinite tail ratio, say)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def load_run(path: Path | str) -> dict:
+    """Read a run bundle (its folder or its run.json); refuse foreign or other-version files."""
+    path = Path(path)
+    file = path / RUN_FILE if path.is_dir() else path
+    if not file.exists():
+        raise BundleError(
+            f"{file}: no run bundle here; pass a folder written by `reviewkit run --out DIR`"
+        )
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{file}: not readable as JSON ({exc}); re-run `reviewkit run`") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise BundleError(
+            f'{file}: not a reviewkit run bundle (expected "kind": "{KIND}"); '
+            "pass the run.json that `reviewkit run` wrote"
+        )
+    version = doc.get("schema_version")
+    # type(...) is int: JSON's true would compare equal to 1, and 1.0 is no version we wrote
+    if not (type(version) is int and (version in MIGRATIONS or version == SCHEMA_VERSION)):
+        older = ", ".join(str(v) for v in sorted(MIGRATIONS))
+        raise BundleError(
+            f"{file}: schema_version {version!r} but this reviewkit reads version "
+            f"{SCHEMA_VERSION} (and migrates version {older} on load); re-measure with "
+            "`reviewkit run` or use the reviewkit release that wrote it"
+        )
+    for key in ("suite", "environment", "knobs", "ceilings", "workloads"):
+        if key not in doc:
+            raise BundleError(f"{file}: key {key!r} is missing; the bundle is damaged, re-run it")
+    while doc["schema_version"] != SCHEMA_VERSION:
+        doc = MIGRATIONS[doc["schema_version"]](doc)
+    return doc
+
+
+# --- migrations: an older bundle is read as the current schema, in memory (never rewritten) ----
+
+V1_NO_ENERGY = "recorded with run.json schema 1, before energy was metered"
+V1_NO_SENSORS = "recorded with run.json schema 1, before sensors were surveyed"
+
+
+def migrate_v1_to_v2(doc: dict) -> dict:
+    """Schema 1 -> 2: no workload of a v1 run was metered, so each gets `energy` absent, with
+    that reason; `environment.sensors` (surveyed by later v1 runs) is kept, else absent with a
+    reason; `energy_meter` likewise. Returns a new document with `migrated_from: 1`."""
+    out = {**doc, "schema_version": 2, "migrated_from": doc.get("migrated_from", 1)}
+    out["workloads"] = [
+        w if "energy" in w else {**w, "energy": {"available": False, "reason": V1_NO_ENERGY}}
+        for w in doc["workloads"]
+    ]
+    env = dict(doc.get("environment") or {})
+    if "sensors" not in env:
+        absent = {"available": False, "reason": V1_NO_SENSORS}
+        env["sensors"] = {
+            "rapl": {**absent, "domains": []},
+            "nvml_energy": dict(absent),
+            "thermal": {**absent, "celsius": {}},
+            "cpu_clocks": {**absent, "mhz": {}},
+        }
+    out["environment"] = env
+    out.setdefault("energy_meter", {"available": False, "reason": V1_NO_ENERGY})
+    return out
+
+
+# schema_version -> the function that lifts a document of that version one step
+MIGRATIONS = {1: migrate_v1_to_v2}

@@ -1,0 +1,1 @@
+"""The reviewkit command line: one module per command group, terminal tables, the demo."""

@@ -1,0 +1,323 @@
+"""Terminal tables and the JSON summary of an analysed run (torch-free, for `run` and `show`)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from reviewkit.suite import workloads as suite
+
+SLOWEST_SHOWN = 8
+PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _rate(flops_per_s: float | None) -> str:
+    return "—" if flops_per_s is None else f"{flops_per_s / 1e9:.3g}"
+
+
+def ceilings_table(doc: dict) -> Table:
+    c = doc.get("ceilings") or {}
+    t = Table(title="Ceilings", title_justify="left")
+    for col in ("ceiling", "used for MFU", "source", "measured", "datasheet"):
+        t.add_column(col, justify="right" if col not in ("ceiling", "source") else "left")
+    for dtype, v in (c.get("compute") or {}).items():
+        t.add_row(
+            f"compute {dtype} (GFLOP/s)",
+            _rate(v.get("peak")),
+            v.get("source", ""),
+            _rate(v.get("measured")),
+            _rate(v.get("datasheet")),
+        )
+    bw = c.get("bandwidth")
+    if bw:
+        gb = lambda x: "—" if x is None else f"{x / 1e9:.3g}"  # noqa: E731
+        t.add_row(
+            "memory (GB/s)",
+            gb(bw.get("peak")),
+            bw.get("source", ""),
+            gb(bw.get("measured")),
+            gb(bw.get("datasheet")),
+        )
+    return t
+
+
+def layer_table(doc: dict, dtype: str) -> Table:
+    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
+    t = Table(title=f"By layer type — {dtype}", title_justify="left")
+    for col in (
+        "layer type",
+        "workloads",
+        "time share",
+        "MFU",
+        "memory-stall",
+        "overhead",
+        "bottleneck",
+        "flags",
+    ):
+        t.add_column(
+            col, justify="left" if col in ("layer type", "bottleneck", "flags") else "right"
+        )
+    for layer_type in suite.LAYER_TYPES:
+        a = rows.get(layer_type)
+        if a is None:
+            continue
+        t.add_row(
+            layer_type,
+            str(a["workloads"]),
+            _pct(a["time_share"]),
+            _pct(a["mfu"]),
+            _pct(a["memory_stall_fraction"]),
+            _pct(a["overhead_fraction"]),
+            a["bottleneck"],
+            f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
+        )
+    return t
+
+
+def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
+    ok = [w for w in doc["workloads"] if w.get("stats")]
+    ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
+    t = Table(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
+    for col in ("workload", "p50", "p99", "GFLOP/s", "MFU", "bottleneck", "flags"):
+        t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
+    for w in ok[:n]:
+        s = w["stats"]
+        t.add_row(
+            w["id"],
+            _time(s["p50_s"]),
+            _time(s["p99_s"]),
+            _rate(w.get("achieved_flops_per_s")),
+            _pct(w.get("mfu")),
+            w.get("bottleneck") or "—",
+            ", ".join(w.get("flags") or []),
+        )
+    return t
+
+
+def problems_table(doc: dict) -> Table | None:
+    bad = [w for w in doc["workloads"] if w["status"] != "ok" or w.get("reason")]
+    if not bad:
+        return None
+    t = Table(title="Workloads not measured normally", title_justify="left")
+    t.add_column("workload")
+    t.add_column("status")
+    t.add_column("reason", overflow="fold")
+    for w in bad:
+        t.add_row(w["id"], w["status"], w.get("reason") or "")
+    return t
+
+
+def stdout_console() -> Console:
+    """Piped output (a log, a CI artifact) gets room for full ids instead of 80 columns."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
+
+
+def print_run(doc: dict, console: Console, path: str | None = None) -> None:
+    env = doc["environment"]
+    s = doc["suite"]
+    status = (
+        "complete" if doc.get("complete") else "INCOMPLETE (" + doc.get("interrupted", "") + ")"
+    )
+    console.print(
+        f"[bold]{s['name']} {s['version']}[/] (hash {s['hash']}) · profile {doc['profile']} · "
+        f"{doc['knobs']['device']} ({env.get('device_name')}) · "
+        f"{doc['knobs']['threads']} threads · "
+        f"torch {env.get('torch_version')} · {status}"
+    )
+    console.print(ceilings_table(doc))
+    for dtype in doc["knobs"]["dtypes"]:
+        if dtype in doc.get("layer_types_by_dtype", {}):
+            console.print(layer_table(doc, dtype))
+    console.print(slowest_table(doc))
+    problems = problems_table(doc)
+    if problems is not None:
+        console.print(problems)
+    if path:
+        console.print(f"run bundle: {path}")
+
+
+def summary(doc: dict, path: str | None = None) -> dict:
+    """The machine-readable view printed by `--json`: everything but the raw samples."""
+    keep = (
+        "id",
+        "layer_type",
+        "dtype",
+        "status",
+        "reason",
+        "flops",
+        "bytes",
+        "mfu",
+        "bandwidth_util",
+        "fractions",
+        "bottleneck",
+        "flags",
+        "reproduce",
+    )
+    workloads = []
+    for w in doc["workloads"]:
+        row = {k: w.get(k) for k in keep}
+        st = w.get("stats") or {}
+        row.update({k: st.get(k) for k in ("n", "p50_s", "p95_s", "p99_s", "mean_s")})
+        workloads.append(row)
+    return {
+        "run": path,
+        "complete": doc.get("complete"),
+        "profile": doc["profile"],
+        "suite": doc["suite"],
+        "knobs": doc["knobs"],
+        "ceilings": doc.get("ceilings"),
+        "layer_types": doc.get("layer_types"),
+        "layer_types_by_dtype": doc.get("layer_types_by_dtype"),
+        "workloads": workloads,
+    }
+
+
+# --- compare and check ----------------------------------------------------------------------
+
+VERDICT_STYLE = {
+    "faster": "green",
+    "slower": "red",
+    "no significant difference": "dim",
+    "not comparable": "yellow",
+}
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "missing": "magenta", "fail": "red"}
+
+
+def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def print_comparison(comp, console: Console) -> None:
+    console.print(
+        f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
+        f"(paired by {comp.paired_by})"
+    )
+    if comp.knob_changes:
+        t = Table(title="Knob diff", title_justify="left")
+        for col in ("knob", "baseline", "candidate"):
+            t.add_column(col)
+        for k in comp.knob_changes:
+            t.add_row(escape(k.knob), escape(str(k.baseline)), escape(str(k.candidate)))
+        console.print(t)
+    else:
+        console.print("Knob diff: none")
+    for w in comp.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    t = Table(
+        title="By layer type (ratio of summed medians, candidate / baseline, 95% CI)",
+        title_justify="left",
+    )
+    for col in (
+        "layer type",
+        "workloads",
+        "time ratio",
+        "verdict",
+        "MFU",
+        "memory-stall",
+        "bottleneck",
+    ):
+        t.add_column(col)
+    for layer in comp.layer_types:
+        t.add_row(
+            layer.layer_type,
+            str(layer.workloads),
+            _ratio(layer.time_ratio, layer.time_ratio_ci),
+            f"[{VERDICT_STYLE[layer.verdict]}]{layer.verdict}[/]",
+            f"{_pct(layer.mfu_baseline)} → {_pct(layer.mfu_candidate)}",
+            f"{_pct(layer.memory_stall_baseline)} → {_pct(layer.memory_stall_candidate)}",
+            f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
+            if layer.bottleneck_baseline != layer.bottleneck_candidate
+            else str(layer.bottleneck_baseline),
+        )
+    console.print(t)
+    t = Table(title="By workload (candidate / baseline)", title_justify="left")
+    for col in (
+        "workload",
+        "median ratio [95% CI]",
+        "verdict",
+        "p95",
+        "p99 [95% CI]",
+        "ΔMFU",
+        "Δstall",
+        "bottleneck",
+    ):
+        t.add_column(col, overflow="fold")
+    for w in comp.workloads:
+        t.add_row(
+            w.key,
+            _ratio(w.median_ratio, w.median_ratio_ci),
+            f"[{VERDICT_STYLE[w.verdict]}]{w.verdict}[/]"
+            + (f" ({escape(w.reason)})" if w.reason else ""),
+            _ratio(w.p95_ratio),
+            _ratio(w.p99_ratio, w.p99_ratio_ci),
+            "—" if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
+            "—" if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
+            f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
+            if w.bottleneck_changed
+            else str(w.bottleneck_baseline or "—"),
+        )
+    console.print(t)
+    regressions = comp.p99_regressions
+    if regressions:
+        console.print(
+            f"[red]{len(regressions)} workload(s) significantly slower at p99:[/] "
+            + ", ".join(w.key for w in regressions[:6])
+        )
+
+
+def print_check(report, console: Console) -> None:
+    r = report.review
+    console.print(
+        f"[bold]{escape(r.title)}[/] · decision "
+        f"{escape(str(r.decision.get('status', 'proposed')))} · owner "
+        f"{escape(r.owner_name or 'NONE')} · rubric {escape(report.rubric.name)}"
+    )
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    flags = report.red_flags
+    console.print(f"\n[bold]Red flags: {len(flags)}[/]")
+    for f in flags:
+        console.print(
+            f"  [{STATUS_STYLE[f.status]}]{f.status.upper()}[/] {f.item.title} "
+            f"({f.item.severity}): {escape(f.summary)}"
+        )
+        console.print(f"      to clear: {escape(f.item.clears_with)}")
+    t = Table(title="Findings", title_justify="left")
+    for col in ("item", "severity", "status", "summary"):
+        t.add_column(col, overflow="fold")
+    for f in report.findings:
+        t.add_row(
+            f.item.id,
+            f.item.severity,
+            f"[{STATUS_STYLE[f.status]}]{f.status}[/]",
+            escape(f.summary),
+        )
+    console.print(t)
+    if report.disproof:
+        console.print("[bold]Disproof criteria[/]")
+        for d in report.disproof:
+            console.print(f"  {d['status']}: {escape(d['statement'])} — {escape(d['why'])}")
+    blocking = [f.item.id for f in report.findings if f.blocks]
+    style = "green" if report.verdict == "pass" else "red"
+    console.print(
+        f"\nGate: [{style}]{report.verdict.upper()}[/]"
+        + (f" — blocking: {', '.join(blocking)}" if blocking else "")
+    )

@@ -1,0 +1,1 @@
+"""Shared ground for every stage: the exception hierarchy, file hashing, TOML reading."""

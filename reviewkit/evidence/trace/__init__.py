@@ -1,0 +1,1 @@
+"""Production traces: the trace reader, its summary, the layer map, the workload fit."""

@@ -1,0 +1,1 @@
+"""Measuring on this device (torch): runner, timing, environment, sensors, quality, sweep, soak."""

@@ -1,0 +1,1 @@
+"""Review packets: charts, the packet view model, HTML and PDF."""

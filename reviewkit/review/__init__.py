@@ -1,0 +1,1 @@
+"""The review file, the rubric, its checks and the gate verdict."""

@@ -1,0 +1,218 @@
+"""Fill a rubric from a review and its runs into findings, and give the gate verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewkit.analysis.compare import Comparison, compare
+from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.run import load_run
+from reviewkit.common.errors import InputError
+from reviewkit.common.hashing import sha256_file
+from reviewkit.review.checks import (
+    CHECKS,
+    FAIL,
+    MISSING,
+    PASS,
+    STATUS_ORDER,
+    WARN,
+    CheckResult,
+    Context,
+    Evidence,
+    evaluate_disproof,
+)
+from reviewkit.review.reviewfile import Review, load_review
+from reviewkit.review.rubric import Rubric, RubricItem, load_rubric
+
+GATE_PASS, GATE_FAIL = "pass", "fail"
+
+
+@dataclass(frozen=True)
+class Finding:
+    item: RubricItem
+    status: str
+    summary: str
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def raised(self) -> bool:
+        """A red flag is raised when its check does not pass."""
+        return self.item.red_flag and self.status != PASS
+
+    @property
+    def blocks(self) -> bool:
+        return self.item.severity == "blocking" and self.status in (FAIL, MISSING)
+
+    def to_json(self) -> dict:
+        i = self.item
+        return {
+            "id": i.id,
+            "section": i.section,
+            "title": i.title,
+            "question": i.question,
+            "severity": i.severity,
+            "check": i.check,
+            "red_flag": i.red_flag,
+            "status": self.status,
+            "summary": self.summary,
+            "clears_with": i.clears_with,
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    review: Review
+    rubric: Rubric
+    findings: tuple[Finding, ...]
+    disproof: tuple[dict, ...]
+    comparisons: tuple[Comparison, ...]
+    warnings: tuple[str, ...]
+    baseline: dict  # the analysed baseline run
+    review_candidates: tuple[tuple[Path, dict], ...]  # (bundle path, analysed run)
+
+    @property
+    def red_flags(self) -> list[Finding]:
+        return sorted((f for f in self.findings if f.raised), key=lambda f: -STATUS_ORDER[f.status])
+
+    @property
+    def verdict(self) -> str:
+        return GATE_FAIL if any(f.blocks for f in self.findings) else GATE_PASS
+
+    def to_json(self) -> dict:
+        r = self.review
+        return {
+            "review": str(r.path),
+            "title": r.title,
+            "decision": r.decision,
+            "owner": {"name": r.owner_name, "team": r.owner_team},
+            "rubric": {
+                "name": self.rubric.name,
+                "version": self.rubric.version,
+                "path": self.rubric.path,
+            },
+            "verdict": self.verdict,
+            "blocking_failures": [f.item.id for f in self.findings if f.blocks],
+            "red_flags": [f.to_json() for f in self.red_flags],
+            "findings": [f.to_json() for f in self.findings],
+            "disproof": list(self.disproof),
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "warnings": list(self.warnings),
+        }
+
+
+def _manual(item: RubricItem, review: Review, ctx: Context) -> CheckResult:
+    answer = review.answers.get(item.id)
+    if answer is None:
+        return CheckResult(
+            MISSING,
+            f"not answered: add [answers.{item.id}] with `answer` and an "
+            "`evidence` pointer (a path in the review folder)",
+        )
+    evidence = [Evidence("text", "answer", value=answer.answer)]
+    if answer.evidence_path is None:
+        return CheckResult(WARN, "answered without an evidence pointer", tuple(evidence))
+    evidence.append(ctx.artifact(f"evidence {answer.evidence}", answer.evidence_path))
+    return CheckResult(PASS, "answered, with evidence", tuple(evidence))
+
+
+# A decisions log cites the same bundles from many reviews (a shared baseline, say): analysing
+# a bundle and comparing two of them are memoised by content hash within one process.
+MEMO_ENTRIES = 64
+_analysed: dict[str, dict] = {}
+_compared: dict[tuple[str, str, str, str], Comparison] = {}
+
+
+def _content_key(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return f"unreadable:{path}"  # load_run reports it properly
+
+
+def _remember(memo: dict, key, value):
+    if len(memo) >= MEMO_ENTRIES:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
+    return value
+
+
+def load_analysed(path: Path, review_file: Path, key: str) -> tuple[str, dict]:
+    """(content hash, analysed run). The run is shared between callers: read, never modify."""
+    digest = _content_key(path)
+    if digest in _analysed:
+        return digest, _analysed[digest]
+    try:
+        return digest, _remember(_analysed, digest, analyse_run(load_run(path)))
+    except InputError as exc:
+        raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
+
+
+def _compare(base: tuple[str, dict], cand: tuple[str, dict], labels: tuple[str, str]):
+    key = (base[0], cand[0], *labels)
+    if key not in _compared:
+        _remember(_compared, key, compare(base[1], cand[1], *labels))
+    return _compared[key]
+
+
+def run_check(
+    review_path: Path | str, rubric_path: Path | str | None = None, allow_outside: bool = False
+) -> Report:
+    review = load_review(review_path, allow_outside=allow_outside)
+    rubric = load_rubric(rubric_path, CHECKS)
+    unknown = [k for k in review.answers if rubric.item(k) is None]
+    if unknown:
+        from reviewkit.common.tomlfile import closest
+
+        ids = [i.id for i in rubric.items]
+        raise InputError(
+            f"{review.path}: [answers.{unknown[0]}] names no item of rubric {rubric.path}"
+            f"{closest(unknown[0], ids)}"
+        )
+    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline")
+    cand_loaded = [
+        (p, load_analysed(p, review.path, f"runs.candidates[{i}]"))
+        for i, p in enumerate(review.candidates)
+    ]
+    baseline = base_loaded[1]
+    candidates = [(p, loaded[1]) for p, loaded in cand_loaded]
+    comparisons = [
+        _compare(base_loaded, loaded, (review.relative(review.baseline), review.relative(p)))
+        for p, loaded in cand_loaded
+    ]
+    warnings = [w for c in comparisons for w in c.warnings]
+    for label, doc in [("baseline", baseline)] + [(review.relative(p), d) for p, d in candidates]:
+        failed = [w["id"] for w in doc["workloads"] if w["status"] != "ok"]
+        if failed:
+            warnings.append(
+                f"{label}: {len(failed)} workload(s) did not run normally "
+                f"(e.g. {failed[0]}); see the stack-maturity finding"
+            )
+    ctx = Context(review, baseline, candidates, comparisons)
+    findings = []
+    for item in rubric.items:
+        ctx.params = item.params
+        result = _manual(item, review, ctx) if item.manual else CHECKS[item.check](ctx)
+        findings.append(Finding(item, result.status, result.summary, result.evidence))
+    ctx.params = {}
+    disproof = tuple(
+        {
+            "statement": d.statement,
+            "machine_checkable": d.machine_checkable,
+            "status": status,
+            "why": why,
+        }
+        for d in review.disproof
+        for status, why in [evaluate_disproof(d, ctx)]
+    )
+    return Report(
+        review,
+        rubric,
+        tuple(findings),
+        disproof,
+        tuple(comparisons),
+        tuple(warnings),
+        baseline,
+        tuple(candidates),
+    )

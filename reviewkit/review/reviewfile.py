@@ -1,0 +1,341 @@
+"""The review file (review.toml): validated into frozen records, paths kept inside its folder."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewkit.common.errors import InputError
+from reviewkit.common.tomlfile import closest, read_toml
+
+SCHEMA_VERSION = 1
+DECISION_STATUSES = ("proposed", "go", "no-go", "needs-evidence", "rolled-back", "superseded")
+RISK_LEVELS = ("low", "medium", "high")
+DISPROOF_METRICS = (
+    "median_ratio",
+    "mean_ratio",
+    "p95_ratio",
+    "p99_ratio",  # candidate / baseline
+    "mfu",
+    "memory_stall_fraction",
+    "p50_s",
+    "p99_s",  # candidate's own
+)
+COMPARISONS = ("<", "<=", ">", ">=")
+# The sweep scenario an SLA target is judged in when a sweep is cited (after LoadGen):
+# independent requests arriving at random (server), one at a time, or all at once.
+SLA_SCENARIOS = ("server", "single-stream", "offline")
+EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep")
+
+
+@dataclass(frozen=True)
+class Field:
+    types: tuple[type, ...]
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    item: dict | None = None  # schema of a table, or of each table in an array of tables
+    each: tuple[type, ...] = ()  # element types of a plain array
+
+
+def _f(*types, required=False, choices=(), item=None, each=()):
+    return Field(tuple(types), required, tuple(choices), item, tuple(each))
+
+
+TEXT = _f(str)
+NUMBER = _f(int, float)
+PATHS = _f(str, list, each=(str,))
+SCHEMA = {
+    "schema_version": _f(int, required=True),
+    "title": _f(str, required=True),
+    "summary": TEXT,
+    "runs": _f(
+        dict,
+        required=True,
+        item={
+            "baseline": _f(str, required=True),
+            "candidates": _f(list, required=True, each=(str,)),
+        },
+    ),
+    "owner": _f(dict, item={"name": TEXT, "team": TEXT, "contact": TEXT}),
+    "reviewers": _f(list, each=(str,)),
+    "sla": _f(
+        dict,
+        item={
+            "load": TEXT,
+            "targets": _f(
+                list,
+                item={
+                    "workload": _f(str, required=True),
+                    "p99_s": NUMBER,
+                    "min_throughput_per_s": NUMBER,
+                    "scenario": _f(str, choices=SLA_SCENARIOS),
+                    "note": TEXT,
+                },
+            ),
+        },
+    ),
+    "risks": _f(
+        list,
+        item={
+            "description": _f(str, required=True),
+            "level": _f(str, choices=RISK_LEVELS),
+            "likelihood": _f(str, choices=RISK_LEVELS),
+            "owner": TEXT,
+            "mitigation": TEXT,
+        },
+    ),
+    "rollback": _f(
+        dict,
+        item={
+            "boundary": TEXT,
+            "trigger": TEXT,
+            "procedure": TEXT,
+            "fallback": TEXT,
+        },
+    ),
+    "disproof": _f(
+        list,
+        item={
+            "statement": _f(str, required=True),
+            "workload": TEXT,
+            "metric": _f(str, choices=DISPROOF_METRICS),
+            "comparison": _f(str, choices=COMPARISONS),
+            "threshold": NUMBER,
+        },
+    ),
+    "evidence": _f(dict, item={k: PATHS for k in EVIDENCE_KINDS}),
+    "answers": _f(dict),  # item ids -> {answer, evidence}; checked against the rubric later
+    "decision": _f(
+        dict,
+        item={
+            "status": _f(str, choices=DECISION_STATUSES),
+            "date": _f(str, dt.date, dt.datetime),
+            "signed_off_by": TEXT,
+            "supersedes": TEXT,
+            "note": TEXT,
+        },
+    ),
+}
+ANSWER_SCHEMA = {"answer": _f(str, required=True), "evidence": TEXT}
+
+
+@dataclass(frozen=True)
+class SlaTarget:
+    workload: str
+    p99_s: float | None = None
+    min_throughput_per_s: float | None = None
+    scenario: str = "server"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Risk:
+    description: str
+    level: str = ""
+    likelihood: str = ""
+    owner: str = ""
+    mitigation: str = ""
+
+
+@dataclass(frozen=True)
+class Disproof:
+    statement: str
+    workload: str = ""
+    metric: str = ""
+    comparison: str = ""
+    threshold: float | None = None
+
+    @property
+    def machine_checkable(self) -> bool:
+        return bool(self.workload and self.metric and self.comparison) and (
+            self.threshold is not None
+        )
+
+
+@dataclass(frozen=True)
+class Answer:
+    item: str
+    answer: str
+    evidence: str = ""
+    evidence_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Review:
+    path: Path
+    folder: Path
+    title: str
+    summary: str
+    baseline: Path
+    candidates: tuple[Path, ...]
+    owner_name: str = ""
+    owner_team: str = ""
+    reviewers: tuple[str, ...] = ()
+    sla_load: str = ""
+    sla_targets: tuple[SlaTarget, ...] = ()
+    risks: tuple[Risk, ...] = ()
+    rollback: dict = field(default_factory=dict)
+    disproof: tuple[Disproof, ...] = ()
+    evidence: dict = field(default_factory=dict)  # kind -> tuple of resolved paths
+    answers: dict = field(default_factory=dict)  # item id -> Answer
+    decision: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.folder).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {
+        str: "string",
+        int: "integer",
+        float: "number",
+        bool: "boolean",
+        list: "array",
+        dict: "table",
+        dt.date: "date",
+        dt.datetime: "date-time",
+    }
+    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
+
+
+def _validate(value: object, schema: dict, where: str, file: Path) -> None:
+    if not isinstance(value, dict):
+        raise InputError(f"{file}: {where or 'the file'} must be a table")
+    for key in value:
+        if key not in schema:
+            raise InputError(
+                f"{file}: unknown key {_join(where, key)!r}{closest(key, schema)}; "
+                f"expected one of {', '.join(schema)}"
+            )
+    for key, spec in schema.items():
+        name = _join(where, key)
+        if key not in value:
+            if spec.required:
+                raise InputError(f"{file}: required key {name!r} is missing")
+            continue
+        v = value[key]
+        # TOML booleans are ints in Python: never accept one where a number is expected.
+        if (isinstance(v, bool) and bool not in spec.types) or not isinstance(v, spec.types):
+            raise InputError(
+                f"{file}: key {name!r} must be a {_type_names(spec.types)}, "
+                f"got {type(v).__name__} {v!r:.60}"
+            )
+        if spec.choices and v not in spec.choices:
+            raise InputError(
+                f"{file}: key {name!r} is {v!r}{closest(str(v), spec.choices)}; expected one "
+                f"of {', '.join(spec.choices)}"
+            )
+        if isinstance(v, list):
+            for i, element in enumerate(v):
+                if spec.item is not None:
+                    _validate(element, spec.item, f"{name}[{i}]", file)
+                elif spec.each and not isinstance(element, spec.each):
+                    raise InputError(
+                        f"{file}: {name}[{i}] must be a {_type_names(spec.each)}, "
+                        f"got {type(element).__name__}"
+                    )
+        elif isinstance(v, dict) and spec.item is not None:
+            _validate(v, spec.item, name, file)
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def resolve_inside(
+    folder: Path, relative: str, key: str, file: Path, allow_outside: bool, must_exist: bool = True
+) -> Path:
+    """Resolve a path given in the review file; refuse one that leaves the review's folder."""
+    if not relative.strip():
+        raise InputError(f"{file}: key {key!r} is an empty path")
+    try:
+        path = (folder / relative).resolve()
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} is not a usable path ({exc})"
+        ) from exc
+    if not allow_outside and not path.is_relative_to(folder):
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} leaves the review's folder {folder}; move the "
+            "artifact into the folder, or pass --allow-outside"
+        )
+    if must_exist and not exists:
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} does not exist (looked for {path}); fix the "
+            "path, relative to the review file"
+        )
+    if must_exist and path.is_dir() and not (path / "run.json").is_file():
+        raise InputError(
+            f"{file}: key {key!r} = {relative!r} is a folder without a run.json; point at a run "
+            "bundle folder or at a file"
+        )
+    return path
+
+
+def load_review(path: Path | str, allow_outside: bool = False) -> Review:
+    """Read and validate a review file. The file is only read, never modified."""
+    path = Path(path)
+    doc = read_toml(path)
+    _validate(doc, SCHEMA, "", path)
+    if doc["schema_version"] != SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: schema_version {doc['schema_version']} but this reviewkit reads version "
+            f"{SCHEMA_VERSION}; convert the file or use the reviewkit release that wrote it"
+        )
+    folder = path.resolve().parent
+    runs = doc["runs"]
+    if not runs["candidates"]:
+        raise InputError(f"{path}: key 'runs.candidates' is empty; name at least one run bundle")
+    baseline = resolve_inside(folder, runs["baseline"], "runs.baseline", path, allow_outside)
+    candidates = tuple(
+        resolve_inside(folder, c, f"runs.candidates[{i}]", path, allow_outside)
+        for i, c in enumerate(runs["candidates"])
+    )
+    evidence = {}
+    for kind, value in doc.get("evidence", {}).items():
+        values = [value] if isinstance(value, str) else value
+        evidence[kind] = tuple(
+            resolve_inside(folder, v, f"evidence.{kind}", path, allow_outside) for v in values
+        )
+    answers = {}
+    for item_id, raw in doc.get("answers", {}).items():
+        _validate(raw, ANSWER_SCHEMA, f"answers.{item_id}", path)
+        pointer = raw.get("evidence", "")
+        target = None
+        if pointer:
+            file_part = pointer.split("#", 1)[0]
+            target = resolve_inside(
+                folder, file_part, f"answers.{item_id}.evidence", path, allow_outside
+            )
+        answers[item_id] = Answer(item_id, raw["answer"], pointer, target)
+    decision = dict(doc.get("decision", {}))
+    if isinstance(decision.get("date"), dt.date):
+        decision["date"] = decision["date"].isoformat()
+    sla = doc.get("sla", {})
+    owner = doc.get("owner", {})
+    return Review(
+        path=path.resolve(),
+        folder=folder,
+        title=doc["title"],
+        summary=doc.get("summary", ""),
+        baseline=baseline,
+        candidates=candidates,
+        owner_name=owner.get("name", "").strip(),
+        owner_team=owner.get("team", "").strip(),
+        reviewers=tuple(doc.get("reviewers", [])),
+        sla_load=sla.get("load", ""),
+        sla_targets=tuple(SlaTarget(**t) for t in sla.get("targets", [])),
+        risks=tuple(Risk(**r) for r in doc.get("risks", [])),
+        rollback={k: v.strip() for k, v in doc.get("rollback", {}).items()},
+        disproof=tuple(Disproof(**d) for d in doc.get("disproof", [])),
+        evidence=evidence,
+        answers=answers,
+        decision=decision,
+        raw=doc,
+    )

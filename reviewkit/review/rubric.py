@@ -1,0 +1,121 @@
+"""Load and validate a rubric (rubrics/*.toml): sections of items with severities and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewkit import rubrics
+from reviewkit.common.errors import InputError
+from reviewkit.common.tomlfile import closest, read_toml
+
+SEVERITIES = ("blocking", "major", "minor")
+MANUAL = "manual"
+DEFAULT_RUBRIC = rubrics.FOLDER / "default.toml"
+ITEM_KEYS = {
+    "id": str,
+    "title": str,
+    "question": str,
+    "severity": str,
+    "check": str,
+    "evidence": str,
+    "clears_with": str,
+    "red_flag": bool,
+    "params": dict,
+}
+REQUIRED_ITEM_KEYS = ("id", "title", "question", "severity", "check", "evidence")
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    id: str
+    section: str
+    title: str
+    question: str
+    severity: str
+    check: str
+    evidence: str
+    clears_with: str = ""
+    red_flag: bool = False
+    params: dict = field(default_factory=dict)
+
+    @property
+    def manual(self) -> bool:
+        return self.check == MANUAL
+
+
+@dataclass(frozen=True)
+class Rubric:
+    name: str
+    version: str
+    path: str
+    sections: tuple[tuple[str, str], ...]  # (id, title)
+    items: tuple[RubricItem, ...]
+
+    def item(self, item_id: str) -> RubricItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+
+def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
+    """Read a rubric; refuse unknown checks, duplicate ids and bad severities, naming the item."""
+    path = Path(path) if path is not None else DEFAULT_RUBRIC
+    doc = read_toml(path)
+    known = sorted(set(known_checks) | {MANUAL})
+    where = str(path)
+    meta = doc.get("rubric")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise InputError(f"{where}: table [rubric] with a string `name` is required")
+    sections_raw = doc.get("sections")
+    if not isinstance(sections_raw, list) or not sections_raw:
+        raise InputError(f"{where}: at least one [[sections]] table is required")
+    sections: list[tuple[str, str]] = []
+    items: list[RubricItem] = []
+    seen: set[str] = set()
+    for s_index, section in enumerate(sections_raw, 1):
+        if not isinstance(section, dict) or not isinstance(section.get("id"), str):
+            raise InputError(f"{where}: [[sections]] number {s_index} needs a string `id`")
+        sid = section["id"]
+        sections.append((sid, str(section.get("title", sid))))
+        for i_index, raw in enumerate(section.get("items", []), 1):
+            label = f"{where}: section {sid!r}, item {i_index}"
+            if not isinstance(raw, dict):
+                raise InputError(f"{label}: expected a table")
+            if isinstance(raw.get("id"), str):
+                label = f"{where}: item {raw['id']!r}"
+            for key in raw:
+                if key not in ITEM_KEYS:
+                    hint = closest(key, ITEM_KEYS)
+                    raise InputError(f"{label}: unknown key {key!r}{hint}")
+            for key in REQUIRED_ITEM_KEYS:
+                if key not in raw:
+                    raise InputError(f"{label}: key {key!r} is required")
+            for key, value in raw.items():
+                if not isinstance(value, ITEM_KEYS[key]):
+                    raise InputError(
+                        f"{label}: key {key!r} must be a {ITEM_KEYS[key].__name__}, "
+                        f"got {type(value).__name__}"
+                    )
+            if raw["id"] in seen:
+                raise InputError(f"{label}: duplicate id {raw['id']!r}; ids must be unique")
+            seen.add(raw["id"])
+            if raw["severity"] not in SEVERITIES:
+                raise InputError(
+                    f"{label}: severity {raw['severity']!r} is not one of {', '.join(SEVERITIES)}"
+                )
+            if raw["check"] not in known:
+                hint = closest(raw["check"], known)
+                raise InputError(
+                    f"{label}: unknown check {raw['check']!r}{hint}; known checks: "
+                    f"{', '.join(known)}"
+                )
+            items.append(RubricItem(section=sid, **raw))
+    if not items:
+        raise InputError(f"{where}: the rubric has no items")
+    return Rubric(
+        name=meta["name"],
+        version=str(meta.get("version", "")),
+        path=where,
+        sections=tuple(sections),
+        items=tuple(items),
+    )

@@ -1,0 +1,1 @@
+"""The decisions log published as a static site."""

@@ -1,0 +1,1 @@
+"""The fixed, versioned suite: workload definitions (torch-free), kernels, ceilings, MFU."""

@@ -1,0 +1,159 @@
+"""Turn a workload definition into a torch callable on a device (imports torch).
+
+A change to what a builder computes must bump `suite.KERNEL_REVISION`, so the suite hash
+records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from reviewkit.suite.workloads import WorkloadSpec
+
+TORCH_DTYPES = {
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "int64": torch.int64,
+}
+# Inputs are drawn from a fixed seed so every run measures the same data.
+INPUT_SEED = 0
+
+
+def _tensor(shape, dtype: str, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    if device.type == "meta":  # shapes only: lets tests count FLOPs of the full-size suite
+        return torch.empty(tuple(shape), dtype=TORCH_DTYPES[dtype], device=device)
+    t = torch.randn(tuple(shape), generator=gen, dtype=torch.float32)
+    return t.to(device=device, dtype=TORCH_DTYPES[dtype])
+
+
+def _inputs(spec: WorkloadSpec, device: torch.device, gen: torch.Generator):
+    return [_tensor(t.shape, t.dtype, device, gen) for t in spec.inputs]
+
+
+def _module(
+    module: nn.Module,
+    spec: WorkloadSpec,
+    device: torch.device,
+    transform: ModuleTransform | None = None,
+) -> nn.Module:
+    module = module.to(device=device, dtype=TORCH_DTYPES[spec.dtype]).eval()
+    return transform(module) if transform else module
+
+
+class GPTDecoder(nn.Module):
+    """GPT-2-style decoder from torch.nn parts: pre-norm causal layers and an untied LM head."""
+
+    def __init__(self, vocab: int, max_seq: int, hidden: int, heads: int, ffn: int, layers: int):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, hidden)
+        self.positions = nn.Embedding(max_seq, hidden)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                hidden,
+                heads,
+                ffn,
+                dropout=0.0,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(hidden)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        seq = ids.shape[1]
+        pos = torch.arange(seq, device=ids.device)
+        x = self.tokens(ids) + self.positions(pos)
+        mask = nn.Transformer.generate_square_subsequent_mask(seq, device=ids.device, dtype=x.dtype)
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, is_causal=True)
+        return self.lm_head(self.norm(x))
+
+
+ModuleTransform = Callable[[nn.Module], nn.Module]
+
+
+def build(
+    spec: WorkloadSpec, device: torch.device, module_transform: ModuleTransform | None = None
+) -> Callable[[], object]:
+    """A zero-argument callable that runs the workload once (inference, no autograd).
+
+    module_transform rewrites the nn.Module of a block or model workload after it is built
+    (int8 dynamic quantisation, say); functional kernels have no module and ignore it.
+    """
+    gen = torch.Generator().manual_seed(INPUT_SEED)
+    p = spec.params
+    k = spec.kernel
+    if k in ("embedding", "gpt_decoder"):
+        torch.manual_seed(INPUT_SEED)
+    if k == "linear":
+        x, w = _inputs(spec, device, gen)
+        return lambda: F.linear(x, w)
+    if k == "bmm":
+        a, b = _inputs(spec, device, gen)
+        return lambda: torch.bmm(a, b)
+    if k == "sdpa":
+        q, kk, v = _inputs(spec, device, gen)
+        causal = bool(p["causal"])
+        return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal)
+    if k == "conv2d":
+        x, w = _inputs(spec, device, gen)
+        stride, pad = p["stride"], p["padding"]
+        return lambda: F.conv2d(x, w, stride=stride, padding=pad)
+    if k == "layer_norm":
+        x, weight, bias = _inputs(spec, device, gen)
+        shape = (x.shape[-1],)
+        return lambda: F.layer_norm(x, shape, weight, bias)
+    if k == "rms_norm":
+        x, weight = _inputs(spec, device, gen)
+        shape = (x.shape[-1],)
+        return lambda: F.rms_norm(x, shape, weight)
+    if k == "softmax":
+        (x,) = _inputs(spec, device, gen)
+        return lambda: torch.softmax(x, dim=-1)
+    if k == "gelu":
+        (x,) = _inputs(spec, device, gen)
+        return lambda: F.gelu(x)
+    if k == "add":
+        x, y = _inputs(spec, device, gen)
+        return lambda: torch.add(x, y)
+    if k == "sum":
+        (x,) = _inputs(spec, device, gen)
+        return lambda: x.sum(dim=-1)
+    if k == "transpose_copy":
+        (x,) = _inputs(spec, device, gen)
+        return lambda: x.transpose(1, 2).contiguous()
+    if k == "embedding":
+        table = _tensor(spec.inputs[1].shape, spec.dtype, device, gen)
+        ids = torch.randint(0, p["vocab"], tuple(spec.inputs[0].shape), generator=gen).to(device)
+        return lambda: F.embedding(ids, table)
+    if k == "mlp_block":
+        d, f = p["hidden"], p["ffn"]
+        block = _module(
+            nn.Sequential(nn.Linear(d, f), nn.GELU(), nn.Linear(f, d)),
+            spec,
+            device,
+            module_transform,
+        )
+        (x,) = _inputs(spec, device, gen)
+        return lambda: block(x)
+    if k == "encoder_layer":
+        layer = nn.TransformerEncoderLayer(
+            p["hidden"], p["heads"], p["ffn"], dropout=0.0, activation="gelu", batch_first=True
+        )
+        layer = _module(layer, spec, device, module_transform)
+        (x,) = _inputs(spec, device, gen)
+        return lambda: layer(x)
+    if k == "gpt_decoder":
+        model = GPTDecoder(p["vocab"], p["seq"], p["hidden"], p["heads"], p["ffn"], p["layers"])
+        model = _module(model, spec, device, module_transform)
+        ids = torch.randint(0, p["vocab"], (p["batch"], p["seq"]), generator=gen).to(device)
+        return lambda: model(ids)
+    raise ValueError(f"no builder for kernel {k!r} (workload {spec.id})")

@@ -1,0 +1,144 @@
+"""Run bundles: round trip, atomic writes, and refusal of foreign or other-version files."""
+
+import json
+
+import pytest
+
+from reviewkit.bundle.run import SCHEMA_VERSION, load_run, migrate_v1_to_v2, write_run
+from reviewkit.common.errors import BundleError
+
+MINIMAL = {
+    "suite": {"name": "s", "version": "1", "hash": "h"},
+    "environment": {},
+    "knobs": {},
+    "ceilings": {},
+    "workloads": [{"id": "a", "p99": float("inf")}],
+    "profile": "smoke",
+}
+
+
+def test_round_trip(tmp_path):
+    path = write_run(tmp_path / "run1", MINIMAL)
+    doc = load_run(tmp_path / "run1")
+    assert doc["schema_version"] == SCHEMA_VERSION
+    assert doc["suite"] == MINIMAL["suite"]
+    assert doc["workloads"][0]["p99"] is None  # JSON has no infinity: written as null
+    assert load_run(path) == doc  # the folder or its run.json
+    assert [p.name for p in (tmp_path / "run1").iterdir()] == ["run.json"]  # no temp file left
+
+
+def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    write_run(tmp_path, MINIMAL)
+    before = (tmp_path / "run.json").read_text()
+    with pytest.raises(TypeError):
+        write_run(tmp_path, {**MINIMAL, "bad": object()})  # not serialisable
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.fsync", disk_full)
+    with pytest.raises(OSError):
+        write_run(tmp_path, {**MINIMAL, "profile": "quick"})
+    assert (tmp_path / "run.json").read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # the temp file is gone
+
+
+@pytest.mark.parametrize("version", [3, 0, None, "2", True, 2.0])
+def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version):
+    write_run(tmp_path, MINIMAL)
+    doc = json.loads((tmp_path / "run.json").read_text())
+    doc["schema_version"] = version
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    with pytest.raises(BundleError) as info:
+        load_run(tmp_path)
+    message = str(info.value)
+    assert message.startswith(str(tmp_path / "run.json"))  # names the file
+    assert f"schema_version {version!r} but this reviewkit reads version 2" in message
+    assert "migrates version 1 on load" in message
+    assert "re-measure with `reviewkit run`" in message  # and what to do
+
+
+def test_schema_version_is_2():
+    assert SCHEMA_VERSION == 2
+
+
+def test_v2_round_trips_unchanged(tmp_path):
+    energy = {"available": False, "reason": "no RAPL powercap interface"}
+    doc = {**MINIMAL, "workloads": [{"id": "a", "energy": energy}]}
+    write_run(tmp_path, doc)
+    loaded = load_run(tmp_path)
+    assert loaded == {**doc, "schema_version": 2, "kind": "reviewkit.run"}
+    assert "migrated_from" not in loaded  # written as 2: nothing migrated
+
+
+V1_DOC = {
+    "kind": "reviewkit.run",
+    "schema_version": 1,
+    "suite": {"name": "s", "version": "1", "hash": "h"},
+    "environment": {"os": "Linux"},
+    "knobs": {},
+    "ceilings": {},
+    "workloads": [{"id": "a", "status": "ok"}, {"id": "b", "status": "unsupported"}],
+}
+
+
+def test_v1_bundle_migrates_to_v2(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
+    before = (tmp_path / "run.json").read_text()
+    doc = load_run(tmp_path)
+    assert doc["schema_version"] == 2 and doc["migrated_from"] == 1
+    reason = "recorded with run.json schema 1, before energy was metered"
+    # Every workload, measured or not, gets energy absent with the reason.
+    assert [w["energy"] for w in doc["workloads"]] == [
+        {"available": False, "reason": reason},
+        {"available": False, "reason": reason},
+    ]
+    assert [w["status"] for w in doc["workloads"]] == ["ok", "unsupported"]  # kept
+    sensors = doc["environment"]["sensors"]
+    assert doc["environment"]["os"] == "Linux"
+    for key in ("rapl", "nvml_energy", "thermal", "cpu_clocks"):
+        assert sensors[key]["available"] is False
+        assert sensors[key]["reason"] == (
+            "recorded with run.json schema 1, before sensors were surveyed"
+        )
+    assert doc["energy_meter"] == {"available": False, "reason": reason}
+    assert (tmp_path / "run.json").read_text() == before  # migrated in memory, never rewritten
+
+
+def test_v1_survey_is_kept_by_the_migration():
+    survey = {"rapl": {"available": False, "reason": "no RAPL powercap interface", "domains": []}}
+    v1 = {**V1_DOC, "environment": {"sensors": survey}}
+    doc = migrate_v1_to_v2(v1)
+    assert doc["environment"]["sensors"] == survey
+    assert v1["schema_version"] == 1 and "energy" not in v1["workloads"][0]  # input untouched
+
+
+def test_committed_v1_samples_load_migrated():
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "samples" / "review-bf16-transformer" / "runs"
+    path = path / "baseline-fp32" / "run.json"
+    assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
+    doc = load_run(path)
+    assert doc["schema_version"] == 2 and doc["migrated_from"] == 1
+    assert all(w["energy"]["available"] is False for w in doc["workloads"])
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("{not json", "not readable as JSON"),
+        ('{"kind": "something-else"}', "not a reviewkit run bundle"),
+        ("[1, 2]", "not a reviewkit run bundle"),
+        ('{"kind": "reviewkit.run", "schema_version": 1}', "key 'suite' is missing"),
+    ],
+)
+def test_refuses_foreign_files(tmp_path, content, needle):
+    (tmp_path / "run.json").write_text(content)
+    with pytest.raises(BundleError, match=needle):
+        load_run(tmp_path)
+
+
+def test_missing_bundle_names_the_path(tmp_path):
+    with pytest.raises(BundleError, match="no run bundle here"):
+        load_run(tmp_path / "nowhere")

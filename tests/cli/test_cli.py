@@ -1,0 +1,179 @@
+"""The command line as a user meets it: a smoke run end to end, `show`, and bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def reviewkit(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "reviewkit", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_smoke_run_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    r = reviewkit("run", "--profile", "smoke", "--dtype", "fp32", "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)  # stdout carries exactly one JSON document
+    assert summary["run"] == str(out / "run.json")
+    assert summary["complete"] and summary["profile"] == "smoke"
+    assert set(summary["layer_types"]) >= {"gemm", "attention", "norm", "model"}
+    assert all(w["status"] == "ok" for w in summary["workloads"])
+    assert (out / "run.json").exists()
+
+    # The tables again from the bundle, and the reproduce command of one workload.
+    shown = reviewkit("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "By layer type — fp32" in shown.stdout and "memory-stall" in shown.stdout
+    first = summary["workloads"][0]
+    cmd = first["reproduce"].split()
+    assert cmd[0] == "reviewkit"
+    again = reviewkit(*[a.strip("'") for a in cmd[1:]], "--out", str(tmp_path / "again"), "--json")
+    assert again.returncode == 0, again.stderr
+    assert [w["id"] for w in json.loads(again.stdout)["workloads"]] == [first["id"]]
+
+
+def test_ctrl_c_writes_an_incomplete_bundle(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reviewkit", "run", "--profile", "quick", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(8)  # past the imports, inside calibration or the first workloads (~75 s in all)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["complete"] is False and "Ctrl-C" in doc["interrupted"]
+    not_run = [w for w in doc["workloads"] if w["status"] == "not-run"]
+    assert not_run and all("interrupted" in w["reason"] for w in not_run)
+    assert "INCOMPLETE" in stdout
+
+
+def test_show_does_not_import_torch(tmp_path, smoke_run):
+    _, bundle = smoke_run
+    code = (
+        "import sys; from reviewkit.cli.app import main\n"
+        "try:\n    main(['show', sys.argv[1], '--json'])\nexcept SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "assert 'torch' not in sys.modules, 'show imported torch'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["layer_types"]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "--profile", "medium"], "choose one of smoke, quick, full"),
+        (["run", "--dtype", "fp8"], "choose from fp32, bf16, fp16"),
+        (["run", "--profile", "smoke", "--only", "nothing.*"], "matches no workload"),
+        (["run", "--profile", "smoke", "--device", "tpu"], "choose one of cpu, cuda, mps, xpu"),
+        (["suite", "--profile", "huge"], "choose one of smoke, quick, full"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    r = reviewkit(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0  # one actionable line
+
+
+def test_threads_knob_is_applied_and_recorded(tmp_path):
+    out = tmp_path / "run"
+    r = reviewkit(
+        "run",
+        "--profile",
+        "smoke",
+        "--dtype",
+        "fp32",
+        "--only",
+        "norm.*",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["knobs"]["threads"] == 1
+    doc = json.loads((out / "run.json").read_text())
+    assert "--threads 1" in doc["command"]
+    assert all("--threads 1" in w["reproduce"] for w in doc["workloads"])
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--threads", "0"], "--threads 0: expected a positive integer"),
+        (["--out", "{file}"], "exists and is not a folder"),
+    ],
+)
+def test_bad_run_options(tmp_path, args, needle):
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder")
+    args = [a.format(file=a_file) for a in args]
+    r = reviewkit("run", "--profile", "smoke", "--only", "norm.*", *args)
+    assert r.returncode == 2 and needle in r.stderr
+    assert a_file.read_text() == "not a folder"
+
+
+def test_absent_device_is_a_clear_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    r = reviewkit("run", "--profile", "smoke", "--device", "cuda", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2
+    assert "no cuda device is available" in r.stderr and "--device cpu" in r.stderr
+    assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (None, "no run bundle here"),
+        ('{"kind": "reviewkit.run", "schema_version": 99}', "schema_version 99"),
+    ],
+)
+def test_show_refuses_bad_bundles(tmp_path, content, needle):
+    if content is not None:
+        (tmp_path / "run.json").write_text(content)
+    r = reviewkit("show", str(tmp_path))
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    r = reviewkit("--debug", "show", str(tmp_path))
+    assert r.returncode != 0 and "BundleError" in r.stderr
+
+
+def test_suite_lists_ids_without_torch():
+    code = (
+        "import sys; from reviewkit.cli.app import main\n"
+        "try:\n    main(['suite', '--profile', 'smoke', '--dtype', 'fp32', '--json'])\n"
+        "except SystemExit as e:\n    assert e.code in (0, None)\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    # 8 gemm + 9 attention + 1 conv + 10 norm, vector, block and data-movement + 3 model cells
+    assert len(doc["workloads"]) == 31 and doc["suite"]["hash"]
+
+
+def test_help_lists_commands():
+    r = reviewkit("--help")
+    assert r.returncode == 0
+    for cmd in ("run", "show", "suite", "mfu"):
+        assert cmd in r.stdout

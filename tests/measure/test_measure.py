@@ -1,0 +1,120 @@
+"""The measuring stage on the real CPU: failures as data, budgets, interruption, device errors."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from reviewkit.common.errors import DeviceUnavailableError, UsageError  # noqa: E402
+from reviewkit.measure import runner as measure  # noqa: E402
+from reviewkit.suite import kernels  # noqa: E402
+from reviewkit.suite import workloads as suite  # noqa: E402
+
+
+def test_smoke_run_measures_every_workload(smoke_run):
+    doc, _ = smoke_run
+    assert doc["complete"]
+    specs = suite.workloads("smoke", ["fp32", "bf16"])
+    assert [w["id"] for w in doc["workloads"]] == [s.id for s in specs]
+    for w in doc["workloads"]:
+        assert w["status"] == "ok", (w["id"], w["reason"])
+        assert len(w["samples_s"]) >= 1 and all(s > 0 for s in w["samples_s"])
+        f = w["fractions"]
+        assert f["compute"] + f["memory_stall"] + f["overhead"] == pytest.approx(1)
+        assert w["bottleneck"] in ("compute-bound", "memory-bound", "overhead-bound")
+        assert w["stats"]["p50_s"] <= w["stats"]["p99_s"] <= w["stats"]["max_s"]
+        assert w["reproduce"].endswith(f"--only '{w['id']}'")
+    for dtype in ("fp32", "bf16"):
+        c = doc["ceilings"]["compute"][dtype]
+        assert c["source"] == "measured" and c["peak"] == c["measured"] > 0
+    assert doc["ceilings"]["bandwidth"]["peak"] > 0
+    shares = sum(a["time_share"] for a in doc["layer_types"].values())
+    assert shares == pytest.approx(1)
+
+
+def test_environment_and_knobs_recorded(smoke_run):
+    doc, _ = smoke_run
+    env, knobs = doc["environment"], doc["knobs"]
+    assert env["torch_version"] == torch.__version__
+    assert env["cpu_logical_cores"] >= 1 and env["os"]
+    assert knobs["threads"] == torch.get_num_threads()
+    assert knobs["dtypes"] == ["fp32", "bf16"]
+    assert knobs["compile_mode"] == "eager" and knobs["device"] == "cpu"
+    assert doc["suite"] == suite.suite_identity().to_json()
+
+
+def _one_spec():
+    return suite.workloads("smoke", ["fp32"])[0]
+
+
+CEILINGS = {
+    "compute": {"fp32": {"measured": 1e11, "peak": 1e11}},
+    "bandwidth": {"measured": 1e10, "peak": 1e10},
+}
+
+
+@pytest.mark.parametrize(
+    "exc,status",
+    [
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "out-of-memory"),
+        (NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Half'"), "unsupported"),
+        (RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'"), "unsupported"),
+        (RuntimeError("something else broke"), "error"),
+    ],
+)
+def test_failures_are_recorded_not_raised(monkeypatch, exc, status):
+    def broken(spec, device):
+        raise exc
+
+    monkeypatch.setattr(kernels, "build", broken)
+    rec = measure.measure_workload(
+        _one_spec(), torch.device("cpu"), measure.POLICIES["smoke"], CEILINGS, "cmd"
+    )
+    assert rec["status"] == status
+    assert rec["reason"].startswith(type(exc).__name__)
+    assert rec["samples_s"] == []
+
+
+def test_over_budget_workload_is_not_run(monkeypatch):
+    # 1e9 FLOP at a measured 1e9 FLOP/s: 1 s per call, 2 calls against a 0.5 s budget.
+    spec = _one_spec()
+    monkeypatch.setattr(kernels, "build", lambda *a: pytest.fail("must not build"))
+    slow = {"compute": {"fp32": {"measured": spec.flops / 1.0}}, "bandwidth": {"measured": 1e12}}
+    rec = measure.measure_workload(spec, torch.device("cpu"), measure.POLICIES["smoke"], slow, "c")
+    assert rec["status"] == "over-budget"
+    assert "at least 1 s" in rec["reason"] and "0.5 s budget" in rec["reason"]
+
+
+def test_ctrl_c_keeps_what_was_measured(monkeypatch):
+    real = measure.measure_workload
+    calls = []
+
+    def interrupted(spec, *args):
+        calls.append(spec.id)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(spec, *args)
+
+    monkeypatch.setattr(measure, "measure_workload", interrupted)
+    doc = measure.run(measure.RunRequest(profile="smoke", dtypes=("fp32",), only="norm.*,gemm.*"))
+    assert not doc["complete"] and "Ctrl-C" in doc["interrupted"]
+    statuses = [w["status"] for w in doc["workloads"]]
+    assert statuses[:2] == ["ok", "ok"]
+    assert set(statuses[2:]) == {"not-run"}
+
+
+def test_unknown_device_names_the_choices():
+    with pytest.raises(UsageError, match="cpu, cuda, mps, xpu"):
+        measure.resolve_device("tpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_absent_cuda_is_a_clear_error():
+    with pytest.raises(DeviceUnavailableError, match="no cuda device is available"):
+        measure.resolve_device("cuda")
+
+
+def test_calibrated_gemm_ceiling_is_a_real_rate():
+    rate, method = measure.calibrate_compute("fp32", torch.device("cpu"), "smoke")
+    # torch.mm fp32 on any CPU that runs the tests: between 1 GFLOP/s and 100 TFLOP/s.
+    assert 1e9 < rate < 1e14
+    assert "best at n=" in method

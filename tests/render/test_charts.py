@@ -1,0 +1,591 @@
+"""Chart specs: valid Vega-Lite, inline data, one font, deterministic, and SVG that shows them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import altair as alt
+import pytest
+import vl_convert
+from chartspecs import datasets
+
+from reviewkit.render import charts
+
+FONT = "DejaVu Sans"
+P_FP32, P_BF16, W = 19.5e12, 312e12, 2.0e12  # an A100-like device: FLOP/s per dtype, bytes/s
+
+
+def roofline_runs() -> list[dict]:
+    return [
+        {
+            "label": "baseline",
+            "peak_flops_per_s": {"fp32": P_FP32, "bf16": P_BF16},
+            "peak_bytes_per_s": W,
+            "workloads": [
+                {
+                    "id": "matmul.4096.fp32",
+                    "layer_type": "matmul",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 680.0,
+                    "achieved_flops_per_s": 15e12,
+                },
+                {
+                    "id": "layernorm.1024.fp32",
+                    "layer_type": "norm",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 0.9,
+                    "achieved_flops_per_s": 1.1e12,
+                },
+                # Three a log axis cannot show: zero FLOPs, no rate, infinite intensity.
+                {
+                    "id": "copy.zero",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 0.0,
+                    "achieved_flops_per_s": 0.0,
+                },
+                {
+                    "id": "view.none",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": 1.0,
+                    "achieved_flops_per_s": None,
+                },
+                {
+                    "id": "reshape.inf",
+                    "layer_type": "copy",
+                    "dtype": "fp32",
+                    "arithmetic_intensity": float("inf"),
+                    "achieved_flops_per_s": 1e9,
+                },
+            ],
+        },
+        {
+            "label": "candidate 1",
+            "peak_flops_per_s": {"fp32": P_FP32, "bf16": P_BF16},
+            "peak_bytes_per_s": W,
+            "workloads": [
+                {
+                    "id": "matmul.4096.bf16",
+                    "layer_type": "matmul",
+                    "dtype": "bf16",
+                    "arithmetic_intensity": 1360.0,
+                    "achieved_flops_per_s": 230e12,
+                },
+                {
+                    "id": "softmax.8192.bf16",
+                    "layer_type": "softmax",
+                    "dtype": "bf16",
+                    "arithmetic_intensity": 1.2,
+                    "achieved_flops_per_s": 1.5e12,
+                },
+            ],
+        },
+    ]
+
+
+def layer_rows() -> list[dict]:
+    return [
+        {"run": "baseline", "layer_type": "matmul", "mfu": 0.72, "memory_stall_fraction": 0.10},
+        {"run": "candidate 1", "layer_type": "matmul", "mfu": 1.08, "memory_stall_fraction": 0.05},
+        {"run": "baseline", "layer_type": "attention", "mfu": 0.40, "memory_stall_fraction": 0.45},
+        {"run": "candidate 1", "layer_type": "attention", "mfu": 0.5, "memory_stall_fraction": 0.3},
+    ]
+
+
+def decomposition_rows() -> list[dict]:
+    return [
+        {"run": "baseline", "layer_type": "matmul", "compute": 0.8, "memory_stall": 0.1,
+         "overhead": 0.1},
+        {"run": "candidate 1", "layer_type": "matmul", "compute": 0.85, "memory_stall": 0.05,
+         "overhead": 0.1},
+        {"run": "baseline", "layer_type": "layernorm", "compute": 0.1, "memory_stall": 0.8,
+         "overhead": 0.1},
+    ]  # fmt: skip
+
+
+def _latency_row(run: str, workload: str, base_s: float, n: int) -> dict:
+    # Deterministic spread: base·(1 + i/n) for i in 0..n-1, shuffled so thinning must sort.
+    samples = [base_s * (1 + ((i * 7919) % n) / n) for i in range(n)]
+    ordered = sorted(samples)
+    return {
+        "run": run,
+        "workload": workload,
+        "samples_s": samples,
+        "p50_s": ordered[n // 2],
+        "p95_s": ordered[int(n * 0.95)],
+        "p99_s": ordered[int(n * 0.99)],
+    }
+
+
+def latency_rows() -> list[dict]:
+    return [
+        _latency_row("baseline", "matmul 4096", 2e-3, 1000),
+        _latency_row("candidate 1", "matmul 4096", 1.6e-3, 1000),
+        _latency_row("baseline", "softmax 8192", 2e-4, 50),
+        _latency_row("candidate 1", "softmax 8192", 2.4e-4, 50),
+    ]
+
+
+def forest_rows() -> list[dict]:
+    return [
+        {"workload": "softmax 8192", "ratio": 1.2, "low": 1.1, "high": 1.3, "verdict": "slower"},
+        {"workload": "matmul 4096", "ratio": 0.8, "low": 0.78, "high": 0.82, "verdict": "faster"},
+        {"workload": "layernorm", "ratio": 1.01, "low": 0.97, "high": 1.05,
+         "verdict": "no significant difference"},
+    ]  # fmt: skip
+
+
+def risk_rows() -> list[dict]:
+    return [
+        {"description": "bf16 drift", "level": "high", "likelihood": "medium", "owner": "ana"},
+        {"description": "driver upgrade", "level": "high", "likelihood": "medium", "owner": ""},
+        {"description": "cold cache", "level": "low", "likelihood": "high", "owner": "bo"},
+        {"description": "unknown vendor", "level": "", "likelihood": "", "owner": ""},
+    ]
+
+
+def trade_rows() -> list[dict]:
+    return [
+        {"candidate": "baseline", "throughput_per_s": 1200.0, "latency_p99_s": 0.012,
+         "energy_j_per_call": 3.0, "engineering_risk": 0.1},
+        {"candidate": "candidate 1", "throughput_per_s": 1500.0, "latency_p99_s": 0.010,
+         "energy_j_per_call": None, "engineering_risk": 0.4},
+    ]  # fmt: skip
+
+
+def sweep_panels() -> list[dict]:
+    # A 1 ms/query server: offline 1000/s; p99 bends at 900/s offered (the knee).
+    levels = [
+        {"target_rate_per_s": r, "load_fraction": r / 1000, "achieved_rate_per_s": r * 0.99,
+         "p50_s": 1e-3, "p99_s": p99, "valid": r != 250.0,
+         "invalid_reasons": [] if r != 250.0 else ["ran 0.5 s, shorter than the minimum 1 s"]}
+        for r, p99 in ((250.0, 1.1e-3), (500.0, 1.3e-3), (750.0, 2e-3), (900.0, 6e-3))
+    ]  # fmt: skip
+    return [
+        {
+            "workload": "model.decoder.b1s256.fp32",
+            "levels": levels,
+            "offline_rate_per_s": 1000.0,
+            "sla_p99_s": 5e-3,
+            "sla_source": "review target model.*",
+            "knee": {"found": True, "rate_per_s": 900.0, "rule": "2x",
+                     "point": {"achieved_rate_per_s": 891.0, "p99_s": 6e-3}},
+            "notes": ["knee at 900/s offered"],
+        }
+    ]  # fmt: skip
+
+
+def shape_rows() -> list[dict]:
+    return [
+        {"panel": "gemm · ffn-up", "workload": f"gemm.ffn-up.b{b}s{s}", "seq": s, "batch": b,
+         "ratio": ratio, "verdict": "faster" if ratio < 1 else "slower", "mfu": 0.4,
+         "p99_ms": 2.0}
+        for s, b, ratio in ((128, 1, 0.6), (512, 1, 0.7), (128, 4, 0.9), (512, 4, 1.3))
+    ]  # fmt: skip
+
+
+def soak_rows() -> list[dict]:
+    windows = [{"index": i, "start_s": 3.0 * i, "end_s": 3.0 * (i + 1),
+                "calls_per_s": 100.0 - i, "partial": i == 9} for i in range(10)]  # fmt: skip
+    return [
+        {
+            "workload": "model.decoder.b1s256.fp32",
+            "verdict": "drift",
+            "reasons": ["throughput changed -8.0% over the window"],
+            "trend": {"mean": 96.0, "slope_per_s": -1 / 3, "relative_change": -0.08,
+                      "relative_change_ci": [-0.09, -0.07], "reason": ""},
+            "throttling": {"status": "not available", "reason": "no thermal zones"},
+            "subwindows": windows,
+            "clocks": [{"time_s": w["end_s"], "series": "cpu_clocks_mhz:cpu0", "value": 3000.0}
+                       for w in windows],
+            "temperatures": [],
+            "sensor_notes": ["temperatures: not available: no thermal zones"],
+        }
+    ]  # fmt: skip
+
+
+def energy_rows() -> list[dict]:
+    return [
+        {"run": "baseline fp32", "layer_type": "gemm", "flops_per_joule": 2e9, "avg_watts": 60.0,
+         "joules": 30.0, "window_s": 0.5, "confidence": "high"},
+        {"run": "candidate bf16", "layer_type": "gemm", "flops_per_joule": 5e9,
+         "avg_watts": 55.0, "joules": 12.0, "window_s": 0.2, "confidence": "low"},
+    ]  # fmt: skip
+
+
+def quality_rows() -> list[dict]:
+    return [
+        {"workload": "gemm.ffn-up.b1s128", "dtype": "bf16", "rel_error": 3e-3,
+         "max_abs_error": 0.01},
+        {"workload": "gemm.ffn-up.b1s128", "dtype": "fp16", "rel_error": 5e-3,
+         "max_abs_error": 0.002},
+        {"workload": "model.decoder.b1s256", "dtype": "bf16", "rel_error": 4e-3,
+         "max_abs_error": 0.02, "top1_agreement": 0.98, "kl_divergence": 1e-4},
+    ]  # fmt: skip
+
+
+def quality_chart(rows: list[dict]) -> dict:
+    return charts.quality_drift(rows, {"bf16": 0.01, "fp16": 0.002})
+
+
+PLATFORMS = ["Test CPU · fp32", "A100-SXM4-80GB · fp32"]
+
+
+def platform_cells() -> list[dict]:
+    return [
+        {"workload": "model.decoder.b1s256", "platform": PLATFORMS[0], "status": "measured",
+         "mfu": 0.2, "p99_s": 0.3, "sla": "met", "peak_source": "measured"},
+        {"workload": "model.decoder.b1s256", "platform": PLATFORMS[1], "status": "measured",
+         "mfu": 0.45, "p99_s": 0.004, "sla": "met", "peak_source": "datasheet"},
+        {"workload": "gemm.ffn-up.b4s512", "platform": PLATFORMS[0], "status": "measured",
+         "mfu": 0.6, "p99_s": 0.09, "sla": "missed", "sla_reason": "p99 90 ms > 50 ms",
+         "peak_source": "measured"},
+        {"workload": "gemm.ffn-up.b4s512", "platform": PLATFORMS[1], "status": "not measured",
+         "reason": "not in the run", "sla": "not measured"},
+    ]  # fmt: skip
+
+
+def platform_chart(cells: list[dict]) -> dict:
+    return charts.platform_matrix(cells, PLATFORMS)
+
+
+def fit_rows() -> list[dict]:
+    """A production mix: GEMM 50% in 1e4-1e5 (40% covered), 20% in 1e6-1e7 (covered), 5% with
+    no shape; attention 10% covered, 5% past the listed shapes; 10% unmapped."""
+
+    def row(layer, band, low, share, covered, workloads=()):
+        return {"layer_type": layer, "band": band, "numel_low": low,
+                "numel_high": low * 10 if low else None, "share": share,
+                "covered_share": covered, "workloads": list(workloads)}  # fmt: skip
+
+    return [
+        row("attention", "1e4-1e5 elements", 10**4, 0.10, 0.10, ["attention.sdpa.b1s128"]),
+        row("attention", "other shapes", None, 0.05, 0.0),
+        row("gemm", "1e4-1e5 elements", 10**4, 0.50, 0.40, ["gemm.ffn-up.b1s128"]),
+        row("gemm", "1e6-1e7 elements", 10**6, 0.20, 0.20, ["gemm.ffn-up.b4s512"]),
+        row("gemm", "shape not recorded", None, 0.05, 0.0),
+        {**row("unmapped", "not mapped", None, 0.10, 0.0), "note": "custom ops"},
+    ]  # fmt: skip
+
+
+FIT_SUMMARY = {"score": 0.7, "min_coverage": 0.5, "layer_coverage": 0.9, "time_basis": "host",
+               "shape_range_factor": 4.0}  # fmt: skip
+
+
+def fit_chart(rows: list[dict]) -> dict:
+    return charts.fit_matrix(rows, FIT_SUMMARY)
+
+
+# name, chart function, input builder, a label from the input that the SVG must show
+CASES = [
+    ("roofline", charts.roofline, roofline_runs, "softmax"),
+    ("mfu_by_layer", charts.mfu_by_layer, layer_rows, "attention"),
+    ("stall_by_layer", charts.stall_by_layer, layer_rows, "attention"),
+    ("time_decomposition", charts.time_decomposition, decomposition_rows, "layernorm"),
+    ("latency_distribution", charts.latency_distribution, latency_rows, "softmax 8192"),
+    ("forest", charts.forest, forest_rows, "matmul 4096"),
+    ("risk_map", charts.risk_map, risk_rows, "driver upgrade"),
+    ("trade_view", charts.trade_view, trade_rows, "candidate 1"),
+    ("latency_throughput", charts.latency_throughput, sweep_panels, "model.decoder.b1s256.fp32"),
+    ("shape_heatmap", charts.shape_heatmap, shape_rows, "gemm · ffn-up"),
+    ("stability", charts.stability, soak_rows, "Clocks"),
+    ("perf_per_watt", charts.perf_per_watt, energy_rows, "candidate bf16"),
+    ("quality_drift", quality_chart, quality_rows, "model.decoder.b1s256"),
+    ("platform_matrix", platform_chart, platform_cells, "gemm.ffn-up.b4s512"),
+    ("fit_matrix", fit_chart, fit_rows, "shape not recorded"),
+]
+IDS = [c[0] for c in CASES]
+
+
+def values(spec: dict, node: dict) -> list[dict]:
+    """The rows of one layer (or the top level), through a named dataset if need be."""
+    data = node["data"]
+    return data["values"] if "values" in data else spec["datasets"][data["name"]]
+
+
+def rows_with(spec: dict, key: str) -> list[dict]:
+    return [row for values in datasets(spec) for row in values if key in row]
+
+
+def test_chart_builders_are_memoised_on_their_input():
+    rows = forest_rows()
+    first = charts.forest(rows)
+    assert charts.forest(forest_rows()) is first  # equal input: the stored spec
+    rows[0]["ratio"] *= 1.5
+    assert charts.forest(rows) is not first  # changed input: built again
+
+
+@pytest.mark.parametrize(("name", "fn", "build", "label"), CASES, ids=IDS)
+def test_spec_is_valid_inline_deterministic_and_renders(name, fn, build, label):
+    spec = fn(build())
+    charts.validate(spec)
+    text = json.dumps(spec, allow_nan=False)  # plain JSON: no NaN, no objects
+    assert '"url"' not in text
+    assert datasets(spec), "data must be inline"
+    assert spec["title"]
+    config = spec["config"]
+    assert config["font"] == FONT
+    for section in ("axis", "legend"):
+        assert config[section]["labelFont"] == FONT
+        assert config[section]["titleFont"] == FONT
+    assert config["title"]["font"] == FONT
+    charts._SPEC_MEMO.clear()  # rebuild for real: the memo would hand back the same object
+    again = fn(build())
+    assert again == spec and again is not spec  # same input, same dict
+
+    svg = charts.to_svg(spec)
+    assert svg.startswith("<svg")
+    assert "<text" in svg  # selectable text, not outlined paths
+    assert f">{label}<" in svg
+    assert set(re.findall(r'font-family="([^"]+)"', svg)) == {FONT}
+
+
+@pytest.mark.parametrize(("name", "fn", "build", "label"), CASES, ids=IDS)
+def test_empty_input_shows_no_data(name, fn, build, label):
+    spec = fn([])
+    charts.validate(spec)
+    assert spec["mark"]["type"] == "text"
+    assert values(spec, spec) == [{"message": "no data"}]
+    assert ">no data<" in charts.to_svg(spec)
+
+
+def test_roofline_ceiling_is_min_of_peak_and_bandwidth_line():
+    spec = charts.roofline(roofline_runs())
+    line = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "baseline fp32 ceiling"]
+    # Plotted intensities: 680, 0.9 (baseline), 1360, 1.2 (candidate); ridges 19.5e12 / 2e12 =
+    # 9.75 (fp32) and 312e12 / 2e12 = 156 (bf16). The range runs over whole decades a factor of
+    # 2 clear: 0.9 / 2 = 0.45 -> 10^-1 = 0.1 and 1360 · 2 = 2720 -> 10^4.
+    assert [r["arithmetic_intensity"] for r in line] == [0.1, 9.75, 1e4]
+    # Bandwidth slope at AI 0.1: W · AI = 2e12 · 0.1 = 2e11 FLOP/s = 200 GFLOP/s.
+    assert line[0]["gflops_per_s"] == pytest.approx(200.0, rel=1e-12)
+    # Ridge and beyond: flat at P = 19.5e12 FLOP/s = 19 500 GFLOP/s, exactly.
+    assert line[1]["gflops_per_s"] == 19500.0
+    assert line[2]["gflops_per_s"] == 19500.0
+    # The candidate's bf16 ceiling: slope 2e12 · 0.1 = 200 GFLOP/s, ridge at 156 FLOP/byte, flat
+    # at 312e12 FLOP/s = 312 000 GFLOP/s.
+    bf16 = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "candidate 1 bf16 ceiling"]
+    assert [r["arithmetic_intensity"] for r in bf16] == [0.1, 156.0, 1e4]
+    assert [r["gflops_per_s"] for r in bf16] == [pytest.approx(200.0), 312000.0, 312000.0]
+    # Ceilings only for the dtypes a run measured: the baseline ran no bf16 workload.
+    names = {r["ceiling"] for r in rows_with(spec, "ceiling")}
+    assert names == {"baseline fp32 ceiling", "candidate 1 bf16 ceiling"}
+
+
+def test_roofline_points_skip_what_log_axes_cannot_show_and_say_so():
+    spec = charts.roofline(roofline_runs())
+    ids = {r["id"] for r in rows_with(spec, "id")}
+    assert ids == {"matmul.4096.fp32", "layernorm.1024.fp32", "matmul.4096.bf16",
+                   "softmax.8192.bf16"}  # fmt: skip
+    assert spec["title"]["subtitle"][0].startswith("3 workloads with zero")
+    point = next(r for r in rows_with(spec, "id") if r["id"] == "matmul.4096.fp32")
+    assert point["gflops_per_s"] == 15000.0  # 15e12 FLOP/s
+    assert point["mfu"] == pytest.approx(15e12 / P_FP32)
+
+
+def test_roofline_with_only_plottable_points_has_no_subtitle():
+    runs = roofline_runs()[1:]
+    assert "subtitle" not in charts.roofline(runs)["title"]
+
+
+def test_mfu_above_one_is_not_clipped_and_is_flagged():
+    spec = charts.mfu_by_layer(layer_rows())
+    assert max(r["mfu"] for r in rows_with(spec, "mfu")) == 1.08
+    assert "domain" not in spec["encoding"]["x"].get("scale", {})
+    assert "1 bar above 100 %" in spec["title"]["subtitle"][0]
+    # Baseline beside candidate, in the caller's order.
+    assert spec["encoding"]["yOffset"]["sort"] == ["baseline", "candidate 1"]
+    assert "subtitle" not in charts.stall_by_layer(layer_rows())["title"]
+
+
+def test_time_decomposition_stacks_in_fixed_order_and_colours():
+    spec = charts.time_decomposition(decomposition_rows())
+    colour = spec["spec"]["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["compute", "memory stall", "overhead"]
+    assert colour["range"] == ["#4C78A8", "#F58518", "#BAB0AC"]
+    shares = [(r["component"], r["order"]) for r in rows_with(spec, "share")[:3]]
+    assert shares == [("compute", 0), ("memory stall", 1), ("overhead", 2)]
+
+
+def test_latency_thinning_keeps_at_most_max_samples_with_both_ends():
+    rows = latency_rows()
+    spec = charts.latency_distribution(rows)
+    samples = rows_with(spec, "latency_ms")
+    kept = [
+        r["latency_ms"]
+        for r in samples
+        if r["run"] == "baseline" and r["workload"] == "matmul 4096" and "percentile" not in r
+    ]
+    raw = rows[0]["samples_s"]
+    assert len(kept) == charts.MAX_SAMPLES
+    assert min(kept) == min(raw) * 1e3
+    assert max(kept) == max(raw) * 1e3
+    short = [r for r in samples if r["workload"] == "softmax 8192" and "percentile" not in r]
+    assert len(short) == 100  # 50 + 50: nothing thinned below the limit
+    ticks = {r["percentile"] for r in rows_with(spec, "percentile")}
+    assert ticks == {"p50", "p95", "p99"}
+
+
+def test_latency_keeps_the_slowest_workloads_by_p50_of_any_run():
+    rows = [
+        _latency_row("baseline", "fast", 1e-5, 10),
+        _latency_row("baseline", "medium", 1e-3, 10),
+        _latency_row("candidate 1", "medium", 1e-4, 10),
+        _latency_row("baseline", "slow in candidate only", 1e-5, 10),
+        _latency_row("candidate 1", "slow in candidate only", 1e-2, 10),
+    ]
+    spec = charts.latency_distribution(rows, max_workloads=2)
+    shown = {r["workload"] for r in rows_with(spec, "latency_ms")}
+    assert shown == {"medium", "slow in candidate only"}
+    assert "the 2 slowest of 3 workloads" in spec["title"]["subtitle"][0]
+
+
+def test_forest_sorts_by_ratio_and_marks_one():
+    spec = charts.forest(forest_rows())
+    one, _intervals, dots = spec["layer"]
+    assert values(spec, one) == [{"ratio": 1.0}]
+    assert dots["encoding"]["y"]["sort"] == ["matmul 4096", "layernorm", "softmax 8192"]
+    colour = dots["encoding"]["color"]["scale"]
+    assert dict(zip(colour["domain"], colour["range"], strict=True)) == charts.VERDICT_COLOURS
+    assert dots["encoding"]["x"]["scale"]["type"] == "log"
+
+
+def test_forest_accepts_layer_types_and_rejects_unknown_verdicts():
+    spec = charts.forest(forest_rows(), item="layer type")
+    assert spec["title"]["text"] == "Median latency ratio per layer type, candidate / baseline"
+    assert spec["layer"][2]["encoding"]["y"]["title"] is None  # long labels need the room
+    bad = forest_rows()
+    bad[0]["verdict"] = "better"
+    with pytest.raises(ValueError, match="verdict"):
+        charts.forest(bad)
+
+
+def test_risk_map_places_unrated_and_spreads_shared_cells():
+    spec = charts.risk_map(risk_rows())
+    points = {r["description"]: r for r in rows_with(spec, "description")}
+    drift, driver = points["bf16 drift"], points["driver upgrade"]
+    assert (drift["likelihood"], drift["level"]) == (driver["likelihood"], driver["level"])
+    assert drift["y"] != driver["y"]  # same cell, separated
+    assert abs(drift["y"] - driver["y"]) < 1  # and still inside it
+    unrated = points["unknown vendor"]
+    assert (unrated["likelihood"], unrated["level"]) == ("unrated", "unrated")
+    assert drift["owner_status"] == "owner named"
+    assert driver["owner_status"] == "no owner"
+    with pytest.raises(ValueError, match="critical"):
+        charts.risk_map([{"description": "x", "level": "critical", "likelihood": "low"}])
+
+
+def test_trade_view_says_not_available_instead_of_zero():
+    spec = charts.trade_view(trade_rows())
+    energy = next(p for p in spec["concat"] if p["title"].startswith("Energy"))
+    bars, missing = energy["layer"]
+    assert [r["candidate"] for r in values(spec, bars)] == ["baseline"]
+    assert values(spec, missing) == [{"candidate": "candidate 1", "label": "not available"}]
+    assert missing["mark"]["type"] == "text"
+    titles = [p["title"] for p in spec["concat"]]
+    assert titles[0].endswith("higher is better")
+    assert all(t.endswith("lower is better") for t in titles[1:])
+    assert ">not available<" in charts.to_svg(spec)
+
+
+def test_to_svg_caches_by_content():
+    spec = charts.mfu_by_layer(layer_rows())
+    first = charts.to_svg(spec)
+    assert charts.to_svg(copy.deepcopy(spec)) is first  # an equal spec hits the cache
+    other = charts.stall_by_layer(layer_rows())
+    second = charts.to_svg(other)
+    assert second.startswith("<svg")
+    assert second != first
+
+
+def test_validate_rejects_an_invalid_mark():
+    spec = charts.mfu_by_layer(layer_rows())
+    spec["mark"] = "nonsense"
+    with pytest.raises(ValueError, match="mark"):
+        charts.validate(spec)
+
+
+def test_vegalite_version_matches_altair_and_vl_convert():
+    assert charts.VEGALITE_VERSION in vl_convert.get_vegalite_versions()
+    assert alt.SCHEMA_VERSION.startswith(f"v{charts.VEGALITE_VERSION}.")
+
+
+def test_javascript_bundle_defines_vega_embed_once():
+    bundle = charts.javascript_bundle()
+    assert "vegaEmbed" in bundle
+    assert charts.javascript_bundle() is bundle
+
+
+def test_no_data_notes_carry_the_reason_wrapped_to_the_plot():
+    reason = "evidence/sweep.json: not used: " + "a very long reason " * 30
+    spec = charts.latency_throughput([], [reason])
+    lines = spec["title"]["subtitle"]
+    assert all(len(line) <= charts.NOTE_CHARS for line in lines)
+    assert " ".join(lines).startswith("evidence/sweep.json: not used: a very long reason")
+    assert len(" ".join(lines)) <= charts.NOTE_MAX_CHARS
+
+
+def test_heatmap_colour_diverges_around_one_and_greys_missing_ratios():
+    rows = [*shape_rows(), {**shape_rows()[0], "seq": 256, "ratio": None, "verdict": ""}]
+    spec = charts.shape_heatmap(rows)
+    colour = spec["spec"]["layer"][0]["encoding"]["color"]
+    # Widest ratio 0.6 -> 1 / 0.6 = 1.667 either side of 1 on a log scale.
+    low, mid, high = colour["scale"]["domain"]
+    assert (mid, high) == (1.0, pytest.approx(1 / 0.6)) and low == pytest.approx(0.6)
+    assert colour["condition"]["value"] == charts.MISSING_CELL
+    assert "1 grey cell" in " ".join(spec["title"]["subtitle"])
+
+
+def test_quality_flags_results_over_tolerance():
+    spec = quality_chart(quality_rows())
+    points = rows_with(spec, "within")
+    over = {(p["workload"], p["dtype"]) for p in points if p["within"] == "over tolerance"}
+    assert over == {("gemm.ffn-up.b1s128", "fp16")}  # 5e-3 > 0.002; bf16 rows under 0.01
+    rules = {r["dtype"]: r["rel_error"] for r in rows_with(spec, "label") if "dtype" in r}
+    assert rules == {"bf16": 0.01, "fp16": 0.002}
+
+
+def test_fit_matrix_orders_rows_and_columns_and_outlines_uncovered_time():
+    spec = fit_chart(fit_rows())
+    rect, _line1, _line2, outline = spec["layer"]
+    # Rows by share: gemm 0.75, attention 0.15; unmapped last whatever its share.
+    assert rect["encoding"]["y"]["sort"] == ["gemm", "attention", "unmapped"]
+    # Decades in order of size, then the bands without an element count.
+    assert rect["encoding"]["x"]["sort"] == ["1e4-1e5", "1e6-1e7", "shape not recorded",
+                                             "other shapes", "not mapped"]  # fmt: skip
+    cells = {(c["layer_type"], c["band"]): c for c in values(spec, rect)}
+    gemm = cells[("gemm", "1e4-1e5 elements")]
+    assert (gemm["line1"], gemm["line2"]) == ("50.0%", "80% covered")  # 0.40 / 0.50
+    assert cells[("gemm", "1e6-1e7 elements")]["line2"] == "100% covered"
+    assert gemm["workloads_text"] == "gemm.ffn-up.b1s128"
+    assert cells[("unmapped", "not mapped")]["why"] == "custom ops"  # the caller's note wins
+    assert "record_shapes=True" in cells[("gemm", "shape not recorded")]["why"]
+    # Outlined, drawn over the cells: every cell with uncovered time, none without.
+    outlined = {(c["layer_type"], c["band"]) for c in values(spec, outline)}
+    assert outlined == {("gemm", "1e4-1e5 elements"), ("gemm", "shape not recorded"),
+                        ("attention", "other shapes"), ("unmapped", "not mapped")}  # fmt: skip
+    assert outline["mark"]["stroke"] == charts.UNCOVERED_COLOUR == "#D55E00"
+    assert outline["mark"]["filled"] is False
+    title = spec["title"]
+    assert title["text"] == ("Production fit: the suite covers 70.0% of production time "
+                             "(rubric: at least 50%, met)")  # fmt: skip
+    subtitle = " ".join(title["subtitle"])
+    assert "layer-type coverage 90.0%" in subtitle and "within 4x" in subtitle
+    assert "4 cells outlined in vermillion" in subtitle and "host operator self time" in subtitle
+
+
+def test_fit_matrix_below_threshold_and_rounding_is_not_uncovered():
+    rows = [{"layer_type": "gemm", "band": "1e4-1e5 elements", "numel_low": 10**4,
+             "numel_high": 10**5, "share": 0.3, "covered_share": 0.1 + 0.2, "workloads": ["g"]},
+            {"layer_type": "gemm", "band": "1e5-1e6 elements", "numel_low": 10**5,
+             "numel_high": 10**6, "share": 0.7, "covered_share": 0.0, "workloads": []}]  # fmt: skip
+    spec = charts.fit_matrix(rows, {**FIT_SUMMARY, "score": 0.3})
+    assert spec["title"]["text"].endswith("(rubric: at least 50%, NOT met)")
+    cells = {c["band"]: c for c in values(spec, spec["layer"][0])}
+    # 0.1 + 0.2 = 0.30000000000000004 > 0.3: covered, not a sliver of uncovered time.
+    assert not cells["1e4-1e5 elements"]["uncovered"]
+    assert cells["1e5-1e6 elements"]["line2"] == "0% covered"
+    no_threshold = charts.fit_matrix(rows, {**FIT_SUMMARY, "min_coverage": None})
+    assert no_threshold["title"]["text"].endswith("(the rubric sets no threshold)")

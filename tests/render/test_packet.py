@@ -1,0 +1,241 @@
+"""`reviewkit packet`: strict HTML, a paged PDF with its evidence, inert inputs, determinism."""
+
+import json
+import re
+import subprocess
+import sys
+
+import html5lib
+import pypdfium2
+import pytest
+from htmlsafety import parse_inert
+from runfactory import complete_review, write_review
+
+from reviewkit.render import charts
+from reviewkit.render.packet import PacketError, markdown_html, write_packet
+
+SECTIONS = {
+    "summary": None, "claim": "Claim and reproducible slices", "knobs": "Knob diff",
+    "bottlenecks": "Bottleneck class by layer type",
+    "layers": "MFU and memory-stall fraction by layer type",
+    "comparison": "Baseline against candidate", "latency": "Latency: p50, p95, p99",
+    "evidence": "Production-like evidence",
+    "workloads": "Per-workload table", "red-flags": "Red flags", "findings": "Rubric findings",
+    "risks": "Owner and risk map", "rollback": "Rollback", "disproof": "Disproof criteria",
+    "questions": "Senior review questions", "environment": "Environment and software stack",
+    "artifacts": "Appendix: artifacts",
+}  # fmt: skip
+PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=alert(3)>'
+LINK_PAYLOAD = "[click](javascript:alert(4)) and [off](https://example.invalid/x)"
+
+
+pytestmark = pytest.mark.usefixtures("weasyprint_warnings_fail")
+
+
+@pytest.fixture(scope="module")
+def packet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("packet")
+    review = write_review(root / "review", complete_review())
+    result = write_packet(review, root / "out")
+    return result, root
+
+
+def pdf_text(path):
+    pdf = pypdfium2.PdfDocument(str(path))
+    return [pdf[i].get_textpage().get_text_range() for i in range(len(pdf))], pdf
+
+
+def test_files_written(packet):
+    _, root = packet
+    out = root / "out"
+    assert {p.name for p in out.iterdir()} == {"packet.html", "packet.pdf", "packet.json",
+                                               "assets"}  # fmt: skip
+    assets = {p.name for p in (out / "assets").iterdir()}
+    assert {"packet.css", "screen.css", "print.css", "packet.js", "vega-bundle.js"} <= assets
+    model = json.loads((out / "packet.json").read_text())
+    for name in model["charts"]:
+        assert (out / "assets" / "charts" / f"{name}.vl.json").exists()
+        assert (out / "assets" / "charts" / f"{name}.svg").read_text().startswith("<svg")
+    assert not list(root.glob(".out.*")), "temporary folders left behind"
+
+
+def test_html_is_strict_and_complete(packet):
+    result, _ = packet
+    text = result.html.read_text()
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    tree = parser.parse(text)
+    ids = {el.get("id") for el in tree.iter() if el.get("id")}
+    assert set(SECTIONS) <= ids
+    for heading in filter(None, SECTIONS.values()):
+        assert f">{heading}</h2>" in text.replace("&amp;", "&")
+    scripts = [el for el in tree.iter("script")]
+    assert [s.get("src") for s in scripts if s.get("src")] == ["assets/vega-bundle.js",
+                                                               "assets/packet.js"]  # fmt: skip
+    # one static SVG fallback and one JSON spec per chart
+    model = json.loads(result.json.read_text())
+    assert len([s for s in scripts if s.get("type") == "application/json"]) == len(model["charts"])
+
+
+def test_no_url_leaves_the_machine(packet):
+    result, _ = packet
+    tree = html5lib.parse(result.html.read_text(), namespaceHTMLElements=False)
+    urls = [v for el in tree.iter() for k, v in el.attrib.items()
+            if k in ("src", "href", "{http://www.w3.org/1999/xlink}href", "action")]  # fmt: skip
+    assert urls
+    for url in urls:
+        assert not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", url) or url.startswith("data:"), url
+        assert not url.startswith("//"), url
+    assert "https://" not in result.html.read_text().replace(
+        "http://www.w3.org/2000/svg", ""
+    ).replace("http://www.w3.org/1999/xlink", "")
+
+
+def test_pdf_pages_headings_footer_and_attachments(packet):
+    result, _ = packet
+    pages, pdf = pdf_text(result.pdf)
+    text = "\n".join(pages)
+    for heading in filter(None, SECTIONS.values()):
+        assert heading in text, heading
+    assert f"page 1 of {len(pages)}" in pages[0]
+    assert f"page {len(pages)} of {len(pages)}" in pages[-1]
+    assert "Toy decoder in bf16" in pages[1]  # the running header from page 2 on
+    names = sorted(pdf.get_attachment(i).get_name() for i in range(pdf.count_attachments()))
+    assert names == ["baseline-run.json", "candidate-run.json", "review.toml"]
+    meta = pdf.get_metadata_dict()
+    assert meta["Title"] == "Toy decoder in bf16" and meta["Author"] == "Ada"
+    assert "decision proposed" in meta["Subject"]
+
+
+def test_pdf_charts_are_vector_text(packet):
+    result, _ = packet
+    pages, _ = pdf_text(result.pdf)
+    text = "\n".join(pages)
+    # Axis titles of the roofline and the forest plot are selectable text in the PDF.
+    assert "Arithmetic intensity" in text
+    assert "log scale; below 1 is faster" in text
+
+
+def test_every_chart_spec_validates(packet):
+    result, _ = packet
+    model = json.loads(result.json.read_text())
+    assert {
+        "roofline",
+        "mfu_by_layer",
+        "stall_by_layer",
+        "time_decomposition",
+        "latency",
+        "forest_layers",
+        "forest_workloads",
+        "risk_map",
+        "shape_portability",
+        "latency_throughput",
+        "stability",
+        "perf_per_watt",
+        "quality_drift",
+    } <= set(model["charts"])
+    for spec in model["charts"].values():
+        charts.validate(spec)
+
+
+def test_rerendering_is_byte_identical(tmp_path, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    review = write_review(tmp_path / "review", complete_review())
+    a = write_packet(review, tmp_path / "a", pdf=False)
+    b = write_packet(review, tmp_path / "b", pdf=False)
+    assert a.html.read_bytes() == b.html.read_bytes()
+    assert a.json.read_bytes() == b.json.read_bytes()
+    assert a.pdf is None and not (tmp_path / "a" / "packet.pdf").exists()
+    assert json.loads(a.json.read_text())["generated"] is None
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764633600")
+    c = write_packet(review, tmp_path / "c", pdf=False)
+    assert json.loads(c.json.read_text())["generated"] == "2025-12-02 00:00 UTC"
+
+
+def test_injection_payloads_are_inert(tmp_path):
+    review = complete_review()
+    review["title"] = "Title " + PAYLOAD
+    review["summary"] = "Summary " + PAYLOAD + "\n\n" + LINK_PAYLOAD
+    review["owner"]["name"] = "Owner " + PAYLOAD
+    review["reviewers"] = ["Reviewer " + PAYLOAD]
+    review["risks"][0]["description"] = "Risk " + PAYLOAD
+    review["risks"][0]["mitigation"] = "Mitigation " + PAYLOAD
+    review["rollback"]["boundary"] = "Boundary " + PAYLOAD
+    review["disproof"][0]["statement"] = "Disproof " + PAYLOAD
+    review["sla"]["targets"][0]["note"] = "Note " + PAYLOAD
+    review["sla"]["load"] = "Load " + PAYLOAD
+    review["answers"]["senior-question"]["answer"] = "Answer " + PAYLOAD
+    review["decision"]["note"] = "Decision " + PAYLOAD
+    result = write_packet(write_review(tmp_path / "review", review), tmp_path / "out")
+    html = result.html.read_text()
+    parse_inert(html)
+    assert "example.invalid" not in html  # the off-machine link lost its href
+    pages, _ = pdf_text(result.pdf)
+    text = "\n".join(pages)
+    assert "Risk <script>alert(1)</script>" in text  # shown as text, not run
+    assert "Boundary <script>alert(1)</script>" in text
+
+
+def test_several_candidates_get_the_trade_view(tmp_path):
+    from runfactory import make_run
+
+    review = complete_review()
+    review["runs"]["candidates"] = ["runs/cand", "runs/cand2"]
+    folder = tmp_path / "review"
+    path = write_review(folder, review)
+    make_run(folder / "runs" / "cand2", dtype="bf16", speedup=1.5, seed=2)
+    result = write_packet(path, tmp_path / "out", pdf=False)
+    model = json.loads(result.json.read_text())
+    assert "trade_view" in model["charts"]
+    charts.validate(model["charts"]["trade_view"])
+    svg = (tmp_path / "out" / "assets" / "charts" / "trade_view.svg").read_text()
+    assert "not available" in svg  # no run measured energy: said, not drawn as zero
+    assert [d["candidate"] for d in model["knob_diffs"]] == ["candidate 1", "candidate 2"]
+
+
+def test_markdown_sanitiser():
+    html = markdown_html("**bold** <b onclick=x>raw</b> [a](javascript:x) [b](./runs/x.json)\n\n"
+                         "<script>alert(1)</script>")  # fmt: skip
+    assert "<strong>bold</strong>" in html
+    assert "onclick" not in html and "<script" not in html and "javascript:" not in html
+    assert 'href="./runs/x.json"' in html
+
+
+def test_failed_render_keeps_the_previous_packet(tmp_path, monkeypatch):
+    review = write_review(tmp_path / "review", complete_review())
+    out = tmp_path / "out"
+    write_packet(review, out, pdf=False)
+    before = (out / "packet.html").read_bytes()
+
+    def broken(*args, **kwargs):
+        raise PacketError("PDF rendering failed: simulated")
+
+    monkeypatch.setattr("reviewkit.render.packet._write_pdf", broken)
+    with pytest.raises(PacketError):
+        write_packet(review, out)
+    assert (out / "packet.html").read_bytes() == before
+    assert not (out / "packet.pdf").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "review"]
+
+
+def test_weasyprint_warnings_fail_the_render(tmp_path):
+    from reviewkit.render.packet import _write_pdf
+    from reviewkit.review.gate import run_check
+
+    review = write_review(tmp_path / "review", complete_review())
+    report = run_check(review)
+    html = '<html><body><p style="overflow-x: auto">x</p></body></html>'
+    with pytest.raises(PacketError, match="overflow-x"):
+        _write_pdf(html, tmp_path, report, tmp_path / "x.pdf")
+
+
+def test_cli_packet_refuses_the_review_folder_and_reports_json(tmp_path):
+    review = write_review(tmp_path / "review", complete_review())
+    cmd = [sys.executable, "-m", "reviewkit", "packet", str(review)]
+    refused = subprocess.run([*cmd, "--out", str(tmp_path / "review")], capture_output=True,
+                             text=True)  # fmt: skip
+    assert refused.returncode == 2 and "review's own folder" in refused.stderr
+    ok = subprocess.run([*cmd, "--out", str(tmp_path / "p"), "--no-pdf", "--json"],
+                        capture_output=True, text=True)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["pdf"] is None and doc["html"].endswith("packet.html")

@@ -1,0 +1,269 @@
+"""`reviewkit check`: each red flag raised by a constructed pair of runs, cleared by evidence."""
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+from runfactory import complete_review, samples, write_review
+
+from reviewkit.review.gate import run_check
+
+
+def statuses(review_path):
+    report = run_check(review_path)
+    return report, {f.item.id: f.status for f in report.findings}
+
+
+def test_complete_review_passes_every_item(tmp_path):
+    report, status = statuses(write_review(tmp_path, complete_review()))
+    assert set(status.values()) == {"pass"}, {k: v for k, v in status.items() if v != "pass"}
+    assert report.red_flags == []
+    assert report.verdict == "pass"
+    assert [d["status"] for d in report.disproof] == ["holds"]
+
+
+def _drop(review, *path):
+    node = review
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return review
+
+
+TAIL = [4e-3] * 192 + [1.5e-2] * 8
+
+# (flag item, how to raise it: review mutation, baseline kwargs, candidate kwargs)
+RED_FLAGS = {
+    "single-knob": (None, {}, {"knobs": {"threads": 1}}),
+    "production-shape": (
+        lambda r: _drop(r, "evidence", "production_traces"),
+        {"only": ("gemm.toy-ffn-up.b1s128", "gemm.toy-ffn-up.b4s512")},
+        {"only": ("gemm.toy-ffn-up.b1s128", "gemm.toy-ffn-up.b4s512")},
+    ),
+    "precision-quality": (lambda r: _drop(r, "evidence", "quality"), {}, {}),
+    "long-window": (lambda r: _drop(r, "evidence", "long_window"), {}, {}),
+    "tail-latency": (
+        None,
+        {},
+        {
+            "samples_for": {
+                # Baseline median 5 ms. Mean (192 * 4 + 8 * 15) / 200 = 4.44 ms < 5 ms, but
+                # p99 lands on the 15 ms tail; 8 tail samples of 200 keep it there in >98% of
+                # resamples.
+                "gemm.toy-ffn-up.b1s128": TAIL
+            }
+        },
+    ),
+    "shape-portability": (
+        None,
+        {"only": ("gemm.toy-ffn-up.b1s128", "attention.toy-sdpa.b1s128")},
+        {"only": ("gemm.toy-ffn-up.b1s128", "attention.toy-sdpa.b1s128")},
+    ),
+    "fallback": (lambda r: _drop(r, "rollback", "fallback"), {}, {}),
+    "closure": (lambda r: _drop(r, "owner"), {}, {}),
+}
+
+
+# Too few workloads lack both the model and the sweep; a fallback claim needs quality evidence
+# (the seed: "sparse or precision wins without fallback and quality evidence").
+# Dropping the model workload also leaves the soak without its workload in the candidate.
+SHARED_CAUSE = {
+    "production-shape": {"shape-portability", "long-window"},
+    "shape-portability": {"production-shape", "long-window"},
+    "precision-quality": {"fallback"},
+}
+
+
+@pytest.mark.parametrize("flag", RED_FLAGS)
+def test_each_red_flag_is_raised_and_cleared(tmp_path, flag):
+    mutate, base_kw, cand_kw = RED_FLAGS[flag]
+    review = complete_review()
+    if mutate:
+        mutate(review)
+    report, status = statuses(write_review(tmp_path / "raised", review, base_kw, cand_kw))
+    raised = {f.item.id for f in report.red_flags}
+    assert flag in raised and status[flag] == "fail"
+    # This construction raises no other flag, except those that share its cause.
+    assert raised - {flag} <= SHARED_CAUSE.get(flag, set())
+    # The evidence that answers it clears it.
+    _, cleared = statuses(write_review(tmp_path / "cleared", complete_review()))
+    assert cleared[flag] == "pass"
+
+
+def test_production_shape_clears_with_a_trace_alone(tmp_path):
+    only = {"only": ("gemm.toy-ffn-up.b1s128", "gemm.toy-ffn-up.b4s512")}
+    _, status = statuses(write_review(tmp_path, complete_review(), only, only))
+    assert status["production-shape"] == "pass"  # the trace stands in for the model workload
+
+
+def test_closure_names_every_missing_piece(tmp_path):
+    review = complete_review()
+    for key in ("owner", "disproof"):
+        del review[key]
+    del review["rollback"]["boundary"]
+    report, _ = statuses(write_review(tmp_path, review))
+    closure = next(f for f in report.findings if f.item.id == "closure")
+    assert "owner" in closure.summary and "rollback boundary" in closure.summary
+    assert "disproof" in closure.summary
+    assert report.verdict == "fail"
+
+
+@pytest.mark.parametrize(
+    "doc,status,needle",
+    [
+        ({"rel_error": 0.05}, "fail", "relative error 5.00e-02 > 0.01"),  # bf16 tolerance 1e-2
+        ({"top1": 0.9}, "fail", "top-1 agreement 0.900 < 0.99"),
+        ({"kl": 0.01}, "fail", "KL 1.00e-02 > 0.001"),
+        ({}, "pass", "within the rubric's tolerances"),
+    ],
+)
+def test_quality_evidence_is_checked_against_the_rubric(tmp_path, doc, status, needle):
+    from runfactory import quality_doc
+
+    path = write_review(tmp_path, complete_review())
+    (tmp_path / "evidence" / "quality.json").write_text(json.dumps(quality_doc(**doc)))
+    report = run_check(path)
+    finding = next(f for f in report.findings if f.item.id == "precision-quality")
+    assert finding.status == status and needle in finding.summary
+
+
+def test_quality_evidence_of_another_kind_only_warns(tmp_path):
+    path = write_review(tmp_path, complete_review())
+    (tmp_path / "evidence" / "quality.json").write_text('{"accuracy": 0.99}')
+    _, status = statuses(path)
+    assert status["precision-quality"] == "warn"
+
+
+def test_quality_evidence_without_the_candidate_dtype_fails(tmp_path):
+    from runfactory import quality_doc
+
+    path = write_review(tmp_path, complete_review())
+    doc = quality_doc()
+    for row in doc["results"]:
+        row["dtype"] = "fp16"
+    (tmp_path / "evidence" / "quality.json").write_text(json.dumps(doc))
+    report = run_check(path)
+    finding = next(f for f in report.findings if f.item.id == "precision-quality")
+    assert finding.status == "fail" and "no bf16 results" in finding.summary
+
+
+def test_tf32_counts_as_lowered_precision(tmp_path):
+    review = _drop(complete_review(), "evidence", "quality")
+    _, status = statuses(
+        write_review(
+            tmp_path, review, {}, {"dtype": "fp32", "knobs": {"float32_matmul_precision": "high"}}
+        )
+    )
+    assert status["precision-quality"] == "fail"
+
+
+def test_failed_workloads_are_named(tmp_path):
+    cand = {"status_for": {"attention.toy-sdpa.b1s128": "unsupported"}}
+    report, status = statuses(write_review(tmp_path, complete_review(), {}, cand))
+    assert status["stack-maturity"] == "fail"
+    assert any(
+        "attention.toy-sdpa.b1s128.bf16" in w
+        for w in report.warnings + tuple(f.summary for f in report.findings)
+    )
+    comparison = report.comparisons[0]
+    row = next(w for w in comparison.workloads if w.key == "attention.toy-sdpa.b1s128")
+    assert row.verdict == "not comparable" and "unsupported" in row.reason
+
+
+def test_disproved_claim_fails_the_gate(tmp_path):
+    review = complete_review()
+    review["disproof"].append(
+        {
+            "statement": "gemm got slower",
+            "workload": "gemm.*",
+            "metric": "median_ratio",
+            "comparison": ">=",
+            "threshold": 0.1,
+        }
+    )
+    review["disproof"].append({"statement": "words only"})
+    report, status = statuses(write_review(tmp_path, review))
+    assert [d["status"] for d in report.disproof] == ["holds", "disproved", "not evaluable"]
+    assert status["disproof"] == "fail" and report.verdict == "fail"
+
+
+def test_sla_miss_fails(tmp_path):
+    review = complete_review()
+    review["sla"]["targets"][0]["p99_s"] = 0.01  # the toy model takes ~0.1 s
+    _, status = statuses(write_review(tmp_path, review))
+    assert status["sla-kpi"] == "fail"
+
+
+def test_unanswered_manual_item_is_missing_and_blocks(tmp_path):
+    review = complete_review()
+    del review["answers"]["senior-question"]
+    report, status = statuses(write_review(tmp_path, review))
+    assert status["senior-question"] == "missing"
+    assert report.verdict == "fail"
+
+
+def test_findings_carry_artifacts_with_sha256(tmp_path):
+    import hashlib
+
+    path = write_review(tmp_path, complete_review())
+    report = run_check(path)
+    quality = next(f for f in report.findings if f.item.id == "precision-quality")
+    artifact = quality.evidence[0]
+    expected = hashlib.sha256((tmp_path / "evidence" / "quality.json").read_bytes()).hexdigest()
+    assert (artifact.path, artifact.sha256) == ("evidence/quality.json", expected)
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    sweep = sla.evidence[0]
+    expected = hashlib.sha256((tmp_path / "evidence" / "sweep.json").read_bytes()).hexdigest()
+    assert (sweep.path, sweep.sha256) == ("evidence/sweep.json", expected)
+    assert sweep.reproduce == (
+        "reviewkit sweep --profile smoke --only 'model.toy-decoder.b1s256.bf16'"
+    )
+    # Without a sweep the SLA is judged per call on the run, and the run's command is cited.
+    review = _drop(complete_review(), "evidence", "sweep")
+    report = run_check(write_review(tmp_path / "per-call", review))
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    assert sla.status == "pass" and "cite a `reviewkit sweep`" in sla.summary
+    assert sla.evidence[0].reproduce == "reviewkit run --only 'model.toy-decoder.b1s256.bf16'"
+
+
+def test_check_cli_exit_codes_and_json(tmp_path):
+    good = write_review(tmp_path / "good", complete_review())
+    bad = write_review(tmp_path / "bad", _drop(complete_review(), "evidence", "quality"))
+    code = [sys.executable, "-m", "reviewkit", "check"]
+    ok = subprocess.run([*code, str(good), "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["verdict"] == "pass"
+    failing = subprocess.run([*code, str(bad)], capture_output=True, text=True)
+    assert failing.returncode == 1
+    assert failing.stdout.index("Red flags") < failing.stdout.index("Findings")
+    assert "to clear: Run `reviewkit quality" in failing.stdout
+    usage = subprocess.run([*code, str(tmp_path / "nope.toml")], capture_output=True, text=True)
+    assert usage.returncode == 2 and "file not found" in usage.stderr
+
+
+def test_check_never_modifies_inputs(tmp_path):
+    path = write_review(tmp_path, complete_review())
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    run_check(path)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_team_rubric(tmp_path):
+    rubric = tmp_path / "team.toml"
+    rubric.write_text(
+        '[rubric]\nname = "team"\n[[sections]]\nid = "s"\n[[sections.items]]\nid = "only-closure"\n'
+        'title = "t"\nquestion = "q"\nseverity = "blocking"\ncheck = "closure"\nevidence = "e"\n'
+    )
+    review = copy.deepcopy(complete_review())
+    review["answers"] = {}
+    report = run_check(write_review(tmp_path / "r", review), rubric)
+    assert [f.item.id for f in report.findings] == ["only-closure"]
+    assert report.verdict == "pass"
+
+
+def test_tail_samples_construction_is_what_the_flag_needs():
+    assert sum(TAIL) / len(TAIL) == pytest.approx(4.44e-3)
+    assert len(samples(1.0)) == 200

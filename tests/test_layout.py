@@ -1,0 +1,114 @@
+"""The layout holds: a stage imports only the stages below it; torch only where measuring."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from reviewkit.common.tomlfile import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "reviewkit"
+
+# The stages from the bottom up (docs/architecture.md draws the same picture): each may import
+# the stages before it in this list. `measure` sits above `evidence` because it writes the
+# evidence files `evidence` reads; only the CLI imports `measure`, so torch never reaches the
+# review, the packet or the site.
+ORDER = ["common", "suite", "bundle", "analysis", "evidence", "measure", "review", "render",
+         "site", "cli"]  # fmt: skip
+NOT_IMPORTED_BY = {"measure": {"review", "render", "site"}}
+ALLOWED: dict[str, set[str]] = {
+    stage: {below for below in ORDER[:i] if stage not in NOT_IMPORTED_BY.get(below, set())}
+    for i, stage in enumerate(ORDER)
+}
+# Data packages (mapped from the top-level rubrics/ and report_templates/), read by any stage.
+DATA = {"rubrics", "templates"}
+for allowed in ALLOWED.values():
+    allowed |= DATA
+# Only these modules may import torch (the suite's kernels and the measuring stage).
+TORCH_ALLOWED_PREFIXES = ("reviewkit.measure", "reviewkit.suite.kernels")
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found.append((name, path))
+    return found
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module name `path` imports, at any depth (functions included), made absolute."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "reviewkit" else None
+
+
+MODULES = _modules()
+STAGES = set(ALLOWED) | DATA
+
+
+def test_every_module_lives_in_a_stage_folder():
+    """Nothing but the package's own entry points sits flat in reviewkit/."""
+    flat = [n for n, _ in MODULES if n.count(".") == 1 and n.split(".")[1] not in STAGES]
+    assert flat == ["reviewkit.__main__"]
+
+
+@pytest.mark.parametrize("name,path", MODULES, ids=[n for n, _ in MODULES])
+def test_stage_imports_only_the_stages_below_it(name, path):
+    stage = _stage(name)
+    if stage is None or stage not in ALLOWED:
+        return  # reviewkit/__init__.py and __main__.py
+    wrong = sorted(
+        module
+        for module in _imports(name, path)
+        if (other := _stage(module)) in STAGES and other != stage and other not in ALLOWED[stage]
+    )
+    assert not wrong, f"{name} ({stage}) imports {wrong}; allowed: {sorted(ALLOWED[stage])}"
+
+
+@pytest.mark.parametrize("name,path", MODULES, ids=[n for n, _ in MODULES])
+def test_torch_is_imported_only_where_measuring_happens(name, path):
+    torch_imports = {m for m in _imports(name, path) if m.split(".")[0] == "torch"}
+    if name.startswith(TORCH_ALLOWED_PREFIXES):
+        return
+    assert not torch_imports, f"{name} imports {sorted(torch_imports)}"
+
+
+def test_the_packages_pyproject_lists_are_the_package_folders():
+    """pyproject.toml lists the packages (two are mapped folders): a new stage folder must be
+    listed there, or the wheel would ship without it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {n for n, p in MODULES if p.name == "__init__.py"}
+    assert set(config["packages"]) == folders | {"reviewkit.rubrics", "reviewkit.templates"}
+    assert config["package-dir"] == {
+        "reviewkit.rubrics": "rubrics",
+        "reviewkit.templates": "report_templates",
+    }
+
+
+def test_no_code_climbs_out_of_the_package_for_its_files():
+    """Templates, rubric and layer map are package data; nothing finds them by `parent.parent`."""
+    climbing = re.compile(r"__file__\)(\.resolve\(\))?\.(parent\.parent|parents\[)")
+    offenders = [str(p.relative_to(ROOT)) for _, p in MODULES if climbing.search(p.read_text())]
+    assert offenders == []
