@@ -1,0 +1,200 @@
+"""Checks on the claim: one knob changed, production shapes behind it, closure, risk, rollback."""
+
+from __future__ import annotations
+
+from reviewkit.evidence import files as evidence_files
+from reviewkit.evidence.trace import fit as fitmatrix
+from reviewkit.review.checks.registry import (
+    FAIL,
+    MISSING,
+    PASS,
+    STATUS_ORDER,
+    WARN,
+    CheckResult,
+    Context,
+    Evidence,
+    _pct,
+    check,
+)
+
+
+@check("single-knob-change")
+def single_knob_change(ctx: Context) -> CheckResult:
+    ignore = tuple(ctx.params.get("ignore", ()))
+    worst, evidence, summaries = PASS, [], []
+    for i, comp in enumerate(ctx.comparisons):
+        changed = comp.mapping_knob_changes(ignore)
+        for k in changed:
+            evidence.append(
+                Evidence(
+                    "text",
+                    f"candidate {i + 1} knob {k.knob}",
+                    value=f"{k.baseline!r} -> {k.candidate!r}",
+                )
+            )
+        if len(changed) > 1:
+            worst = FAIL
+            summaries.append(
+                f"candidate {i + 1} changes {len(changed)} knobs at once "
+                f"({', '.join(k.knob for k in changed)})"
+            )
+        elif not changed:
+            worst = max(worst, WARN, key=STATUS_ORDER.get)
+            summaries.append(f"candidate {i + 1} changes no mapping knob: nothing to review")
+        else:
+            summaries.append(f"candidate {i + 1} changes one knob: {changed[0].knob}")
+    return CheckResult(worst, "; ".join(summaries), tuple(evidence))
+
+
+@check("production-shape-evidence")
+def production_shape_evidence(ctx: Context) -> CheckResult:
+    min_coverage = float(ctx.params.get("min_coverage", fitmatrix.DEFAULT_MIN_COVERAGE))
+    factor = float(ctx.params.get("shape_range_factor", fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR))
+    cited = ctx.review.evidence.get("production_traces", ())
+    loaded = evidence_files.read_all(cited, evidence_files.TRACE)
+    notes = [f"{ctx.review.relative(x.path)}: not used: {x.reason}" for x in loaded if not x.ok]
+    evidence, traces = [], []
+    for x in loaded:
+        if not x.ok:
+            continue
+        where = ctx.review.relative(x.path)
+        listed = x.doc.get("traces")
+        if not isinstance(listed, list) or not listed:
+            notes.append(f"{where}: not used: no traces in the summary")
+            continue
+        evidence.append(ctx.artifact("production trace summary", x.path))
+        for k, t in enumerate(listed):
+            try:
+                # Scored alone against an empty suite, as the packet does: a trace whose op
+                # mix or shapes do not add up is left out, said so, and the rest still count.
+                fitmatrix.build([t], {"workloads": []}, factor)
+            except fitmatrix.MALFORMED as exc:
+                notes.append(
+                    f"{where}: trace {k + 1} not used: a damaged trace summary "
+                    f"({type(exc).__name__}: {str(exc)[:80]}); re-run `reviewkit trace import`"
+                )
+                continue
+            traces.append(t)
+    evidence += [Evidence("text", "unusable trace summary", value=n) for n in notes]
+    traces = fitmatrix.unique_traces(traces)
+    if not traces:
+        models = [
+            w.candidate_id
+            for comp in ctx.comparisons
+            for w in comp.workloads
+            if w.layer_type == "model" and w.median_ratio
+        ]
+        why = "no usable trace summary under [evidence].production_traces" + (
+            f" ({'; '.join(notes)})" if notes else ""
+        )
+        model_note = (
+            f"; the suite's model workload ({models[0]}) is measured, but it is synthetic: it "
+            "does not show production's op mix or shapes"
+            if models
+            else ""
+        )
+        return CheckResult(FAIL, why + model_note, tuple(evidence))
+    worst, summaries = PASS, []
+    for i, (_, cand) in enumerate(ctx.candidates):
+        try:
+            fit = fitmatrix.build(traces, cand, factor)
+        except fitmatrix.MALFORMED as exc:  # a summary's shapes that do not add up
+            return CheckResult(
+                FAIL,
+                f"the cited trace summaries cannot be scored ({type(exc).__name__}: "
+                f"{str(exc)[:80]}); re-run `reviewkit trace import`",
+                tuple(evidence),
+            )
+        label = f"candidate {i + 1}" if len(ctx.candidates) > 1 else "the candidate's suite"
+        verdict = PASS if fit.score >= min_coverage else FAIL
+        worst = max(worst, verdict, key=STATUS_ORDER.get)
+        summaries.append(
+            f"{label} covers {_pct(fit.score)} of production time by layer type and shape "
+            f"(threshold {_pct(min_coverage)}; {_pct(fit.layer_coverage)} by layer type alone, "
+            f"shapes within {factor:g}x)"
+        )
+        evidence.append(
+            Evidence("number", f"{label} representativeness score", value=_pct(fit.score))
+        )
+        for layer in fit.layers[:6]:
+            evidence.append(
+                Evidence(
+                    "number",
+                    f"production {layer.layer_type}",
+                    value=f"{_pct(layer.share)} of time, {_pct(layer.covered_share)} covered "
+                    f"({layer.suite_workloads} suite workload(s))",
+                )
+            )
+        for o in fit.outside[:3]:
+            near = (
+                f"nearest {o.nearest_workload} ({o.nearest_ratio:.3g}x its elements)"
+                if o.nearest_workload
+                else "no suite workload of this layer type"
+            )
+            evidence.append(
+                Evidence(
+                    "text",
+                    f"production shape outside the suite: {o.layer_type} {o.dims}",
+                    value=f"{_pct(o.share)} of time; {near}",
+                )
+            )
+    return CheckResult(worst, "; ".join(summaries), tuple(evidence))
+
+
+@check("closure")
+def closure(ctx: Context) -> CheckResult:
+    r = ctx.review
+    missing = [
+        name
+        for name, ok in (
+            ("owner ([owner].name)", r.owner_name),
+            ("rollback boundary ([rollback].boundary)", r.rollback.get("boundary")),
+            ("disproof criteria ([[disproof]])", r.disproof),
+        )
+        if not ok
+    ]
+    if missing:
+        return CheckResult(FAIL, f"the claim has no {', no '.join(missing)}")
+    return CheckResult(
+        PASS,
+        f"owned by {r.owner_name}"
+        + (f" ({r.owner_team})" if r.owner_team else "")
+        + f"; rollback boundary and {len(r.disproof)} disproof "
+        "criteria stated",
+    )
+
+
+@check("risk-map")
+def risk_map(ctx: Context) -> CheckResult:
+    risks = ctx.review.risks
+    if not risks:
+        return CheckResult(MISSING, "no [[risks]] recorded")
+    incomplete = [r.description[:60] for r in risks if not (r.owner and r.mitigation)]
+    evidence = tuple(
+        Evidence(
+            "text",
+            f"risk ({r.level or '?'} impact, {r.likelihood or '?'} "
+            f"likelihood), owner {r.owner or 'NONE'}",
+            value=r.description,
+        )
+        for r in risks
+    )
+    if incomplete:
+        return CheckResult(
+            FAIL,
+            f"{len(incomplete)} risk(s) without an owner or a mitigation: {'; '.join(incomplete)}",
+            evidence,
+        )
+    return CheckResult(PASS, f"{len(risks)} risk(s), each with an owner and a mitigation", evidence)
+
+
+@check("rollback-plan")
+def rollback_plan(ctx: Context) -> CheckResult:
+    rb = ctx.review.rollback
+    if not rb:
+        return CheckResult(MISSING, "no [rollback] table")
+    missing = [k for k in ("boundary", "trigger", "procedure") if not rb.get(k)]
+    evidence = tuple(Evidence("text", k, value=v) for k, v in rb.items() if v)
+    if missing:
+        return CheckResult(FAIL, f"[rollback] lacks {', '.join(missing)}", evidence)
+    return CheckResult(PASS, "rollback boundary, trigger and procedure are stated", evidence)

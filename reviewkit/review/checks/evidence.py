@@ -1,0 +1,287 @@
+"""Checks on production-like evidence: long-window stability, SLA under load, tail latency."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from reviewkit.analysis.compare import SLOWER
+from reviewkit.evidence import files as evidence_files
+from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
+from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
+from reviewkit.review.checks.registry import (
+    FAIL,
+    MISSING,
+    PASS,
+    WARN,
+    CheckResult,
+    Context,
+    Evidence,
+    _workload_evidence,
+    check,
+)
+
+
+def _candidate_ids(ctx: Context) -> set[str]:
+    return {w["id"] for _, cand in ctx.candidates for w in cand["workloads"]}
+
+
+def _unusable(loaded: list[evidence_files.Loaded], ctx: Context) -> str:
+    return "; ".join(f"{ctx.review.relative(x.path)}: {x.reason}" for x in loaded if not x.ok)
+
+
+@check("long-window-stability")
+def long_window_stability(ctx: Context) -> CheckResult:
+    files = ctx.review.evidence.get("long_window", ())
+    if not files:
+        return CheckResult(
+            FAIL,
+            "no long-window (thermal / soak) stability evidence for the "
+            "candidate under [evidence].long_window",
+        )
+    min_window_s = float(ctx.params.get("min_window_s", 60.0))
+    need_sensors = bool(ctx.params.get("require_throttling_evidence", True))
+    evidence = [ctx.artifact("long-window evidence", p) for p in files]
+    loaded = evidence_files.read_all(files, evidence_files.SOAK)
+    soaks = [x for x in loaded if x.ok]
+    if not soaks:
+        return CheckResult(
+            WARN,
+            "long-window evidence is cited but is not a `reviewkit soak` result, so its "
+            f"drift and throttling cannot be checked ({_unusable(loaded, ctx)})",
+            tuple(evidence),
+        )
+    failures, gaps = [], []
+    if len(soaks) < len(loaded):
+        gaps.append(f"not used: {_unusable(loaded, ctx)}")
+    candidate_ids = _candidate_ids(ctx)
+    for x in soaks:
+        doc, a = x.doc, x.doc.get("analysis", {})
+        wid = doc.get("workload", {}).get("id", "?")
+        verdict, throttling = a.get("verdict"), a.get("throttling", {})
+        window = float(doc.get("measured_window_s") or 0.0)
+        trend = a.get("trend", {})
+        change = trend.get("relative_change")
+        evidence.append(
+            Evidence(
+                "number",
+                f"soak of {wid} over {window:.3g} s",
+                value=f"{verdict}; throughput trend "
+                + (f"{change:+.1%}" if change is not None else "not computed")
+                + f"; throttling: {throttling.get('status', '?')}",
+                reproduce=doc.get("workload", {}).get("reproduce", ""),
+            )
+        )
+        if verdict == DRIFT:
+            failures.append(f"{wid} drifts: {'; '.join(a.get('reasons', []))}")
+        elif verdict != STABLE:
+            gaps.append(f"{wid}: {verdict}: {'; '.join(a.get('reasons', []))}")
+        if throttling.get("status") == THROTTLED:
+            failures.append(f"{wid} throttled: {throttling.get('reason', '')}")
+        elif throttling.get("status") == THROTTLING_NOT_AVAILABLE and need_sensors:
+            gaps.append(
+                f"throttling not judged (clocks and temperatures not available: "
+                f"{throttling.get('reason', '')})"
+            )
+        if not doc.get("complete", False):
+            gaps.append(f"the soak of {wid} was interrupted after {window:.3g} s")
+        if window < min_window_s:
+            gaps.append(
+                f"the soak of {wid} lasted {window:.3g} s, shorter than the rubric's "
+                f"{min_window_s:g} s (run `reviewkit soak --profile quick` or longer)"
+            )
+        if wid not in candidate_ids:
+            gaps.append(f"{wid} is not a workload of the candidate run(s)")
+    if failures:
+        return CheckResult(FAIL, "; ".join(failures), tuple(evidence))
+    if gaps:
+        return CheckResult(WARN, "throughput is stable, but " + "; ".join(gaps), tuple(evidence))
+    return CheckResult(
+        PASS,
+        f"stable over {min(float(x.doc.get('measured_window_s') or 0) for x in soaks):.3g} s "
+        "or more: no throughput drift beyond the threshold, no throttling",
+        tuple(evidence),
+    )
+
+
+@check("tail-latency")
+def tail_latency(ctx: Context) -> CheckResult:
+    evidence, bad = [], []
+    for i, comp in enumerate(ctx.comparisons):
+        for w in comp.workloads:
+            if w.mean_ratio is None or w.mean_ratio >= 1:
+                continue
+            p95_slower = w.p95_ratio_ci is not None and w.p95_ratio_ci[0] > 1
+            if p95_slower or w.p99_verdict == SLOWER:
+                bad.append(w.key)
+                evidence.append(
+                    _workload_evidence(
+                        w,
+                        ctx.candidates[i][1],
+                        f"candidate {i + 1}: mean x{w.mean_ratio:.3f} but "
+                        f"p95 x{w.p95_ratio:.3f}, p99 x{w.p99_ratio:.3f} "
+                        f"(95% CI of p99 ratio {w.p99_ratio_ci[0]:.3f}-{w.p99_ratio_ci[1]:.3f})",
+                    )
+                )
+    if bad:
+        return CheckResult(
+            FAIL,
+            f"the mean improves while p95 or p99 regresses beyond noise on "
+            f"{len(bad)} workload(s): {', '.join(bad[:5])}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS, "no workload trades a better mean for a significantly worse p95 or p99"
+    )
+
+
+def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, dict]], str]:
+    """(file, workload) for every measured workload in the cited sweeps; why others are not."""
+    loaded = evidence_files.read_all(ctx.review.evidence.get("sweep", ()), evidence_files.SWEEP)
+    rows = [
+        (x.path, w)
+        for x in loaded
+        if x.ok
+        for w in x.doc.get("workloads", [])
+        if isinstance(w, dict) and w.get("status") == "ok" and isinstance(w.get("id"), str)
+    ]
+    return rows, _unusable(loaded, ctx)
+
+
+def _sla_phrase(t, offered: float | None, achieved: float | None) -> str:
+    if t.p99_s is None:
+        return f"highest valid load {achieved:.3g} queries/s" if achieved else "no valid level"
+    target = f"p99 <= {t.p99_s * 1e3:.3g} ms"
+    if achieved is None:
+        return f"{target} at no valid load level"
+    if t.scenario != "server":
+        return f"{target} at {achieved:.3g} queries/s"
+    return f"{target} up to {offered:.3g} queries/s offered ({achieved:.3g} achieved)"
+
+
+def _under_load(ctx: Context, path: Path, w: dict, t) -> tuple[bool, Evidence]:
+    """Judge an SLA target on a sweep in its scenario; for server, the highest valid load
+    whose p99 meets it (LoadGen's peak-performance answer)."""
+    from reviewkit.evidence import loadgen
+
+    if t.scenario == loadgen.SERVER:
+        levels = [lv for lv in w.get(loadgen.SERVER, []) if isinstance(lv, dict)]
+    else:  # one back-to-back level: it meets the target or not
+        levels = [w[t.scenario]] if isinstance(w.get(t.scenario), dict) else []
+    try:
+        if t.p99_s is not None:
+            best = loadgen.best_under_sla(levels, t.p99_s)
+            offered, achieved = best["max_rate_per_s"], best["achieved_rate_per_s"]
+        else:
+            top = max((lv for lv in levels if lv["valid"]),
+                      key=lambda lv: lv["achieved_rate_per_s"], default=None)  # fmt: skip
+            offered = achieved = top["achieved_rate_per_s"] if top else None
+    except (KeyError, TypeError):
+        return False, Evidence(
+            "artifact", f"sweep {w['id']}: levels without latency or validity fields",
+            path=ctx.review.relative(path),
+        )  # fmt: skip
+    ok = achieved is not None and (
+        t.min_throughput_per_s is None or achieved >= t.min_throughput_per_s
+    )
+    invalid = sum(1 for lv in levels if not lv.get("valid"))
+    knee = w.get("knee") or {}
+    parts = [f"{t.scenario}: {_sla_phrase(t, offered, achieved)}"]
+    if t.min_throughput_per_s is not None:
+        parts.append(f"target >= {t.min_throughput_per_s:.3g} queries/s")
+    single = (w.get(loadgen.SINGLE_STREAM) or {}).get("latency") or {}
+    if "p99_s" in single and t.scenario != loadgen.SINGLE_STREAM:
+        # one query at a time: what the SLA costs without queueing, for contrast
+        parts.append(f"single-stream p99 {single['p99_s'] * 1e3:.3g} ms")
+    if knee.get("found"):
+        parts.append(f"knee at {knee['rate_per_s']:.3g} queries/s")
+    if invalid:
+        parts.append(f"{invalid} invalid level(s) not counted")
+    return ok, Evidence(
+        "artifact",
+        f"on the sweep: {'; '.join(parts)}",
+        value=w["id"],
+        path=ctx.review.relative(path),
+        sha256=ctx.sha256(path),
+        reproduce=w.get("reproduce", ""),
+    )
+
+
+@check("sla-kpi")
+def sla_kpi(ctx: Context) -> CheckResult:
+    targets = ctx.review.sla_targets
+    if not targets:
+        return CheckResult(MISSING, "no [sla] targets: the KPI is not tied to a product SLA")
+    evidence, failures, unmatched = [], [], []
+    swept, not_used = _swept_workloads(ctx)
+    candidate_ids = _candidate_ids(ctx)
+    by_sweep = 0
+    for t in targets:
+        loaded = [
+            (p, w)
+            for p, w in swept
+            if fnmatch.fnmatchcase(w["id"], t.workload) and w["id"] in candidate_ids
+        ]
+        if loaded:
+            by_sweep += 1
+            for path, w in loaded:
+                ok, ev = _under_load(ctx, path, w, t)
+                evidence.append(ev)
+                if not ok:
+                    failures.append(f"{w['id']} ({t.scenario} on the sweep)")
+            continue
+        for i, (_, cand) in enumerate(ctx.candidates):
+            matched = [w for w in cand["workloads"] if fnmatch.fnmatchcase(w["id"], t.workload)]
+            if not matched:
+                unmatched.append(t.workload)
+            for w in matched:
+                st = w.get("stats")
+                if not st:
+                    failures.append(f"{w['id']} not measured ({w['status']})")
+                    continue
+                throughput = 1 / st["mean_s"]
+                ok_p99 = t.p99_s is None or st["p99_s"] <= t.p99_s
+                ok_tp = t.min_throughput_per_s is None or throughput >= t.min_throughput_per_s
+                evidence.append(
+                    Evidence(
+                        "workload",
+                        f"candidate {i + 1}: p99 {st['p99_s'] * 1e3:.3g} ms"
+                        + (f" (target {t.p99_s * 1e3:.3g} ms)" if t.p99_s is not None else "")
+                        + f", {throughput:.3g} calls/s"
+                        + (
+                            f" (target >= {t.min_throughput_per_s:.3g})"
+                            if t.min_throughput_per_s is not None
+                            else ""
+                        ),
+                        value=w["id"],
+                        reproduce=w["reproduce"],
+                    )
+                )
+                if not (ok_p99 and ok_tp):
+                    failures.append(w["id"])
+    load = f" at {ctx.review.sla_load}" if ctx.review.sla_load else ""
+    notes = f" (cited sweep not used: {not_used})" if not_used else ""
+    if unmatched:
+        return CheckResult(
+            FAIL,
+            f"SLA target(s) {', '.join(sorted(set(unmatched)))} match no measured workload" + notes,
+            tuple(evidence),
+        )
+    if failures:
+        return CheckResult(
+            FAIL,
+            f"{len(failures)} workload(s) miss the SLA{load}: {', '.join(failures[:5])}" + notes,
+            tuple(evidence),
+        )
+    if by_sweep == len(targets):
+        basis = (
+            "judged on the cited sweep, each target in its scenario (default server: Poisson "
+            "arrivals, queueing included)"
+        )
+    elif by_sweep:
+        basis = (f"{by_sweep} of {len(targets)} target(s) judged under load on the cited "
+                 "sweep, the others per call at the run's concurrency")  # fmt: skip
+    else:
+        basis = ("p99 per call; throughput = 1 / mean latency at the run's concurrency; cite "
+                 "a `reviewkit sweep` under [evidence].sweep to judge it under load")  # fmt: skip
+    return CheckResult(PASS, f"every SLA target is met{load} ({basis}){notes}", tuple(evidence))

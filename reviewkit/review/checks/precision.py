@@ -1,0 +1,158 @@
+"""Checks on a precision or sparsity change: quality measured within tolerance, a fallback path."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from reviewkit.evidence import files as evidence_files
+from reviewkit.review.checks.registry import FAIL, PASS, WARN, CheckResult, Context, Evidence, check
+
+HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
+# Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
+# baseline's narrowest lowered precision.
+DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+
+
+DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+# torch.set_float32_matmul_precision: "high" and "medium" let fp32 matmuls run in TF32/bf16.
+FP32_MATMUL_BITS = {"highest": 32, "high": 19, "medium": 16}
+
+
+def _min_bits(knobs: dict) -> int:
+    dtypes = knobs.get("dtypes") or []
+    bits = min((DTYPE_BITS.get(d, 32) for d in dtypes), default=32)
+    if knobs.get("quantization", "none") not in ("none", "", None):
+        bits = min(bits, 8)
+    if "fp32" in dtypes:
+        bits = min(bits, FP32_MATMUL_BITS.get(knobs.get("float32_matmul_precision", "highest"), 32))
+    return bits
+
+
+def precision_lowered(base: dict, cand: dict) -> bool:
+    return _min_bits(cand["knobs"]) < _min_bits(base["knobs"])
+
+
+def sparsity_changed(base: dict, cand: dict) -> bool:
+    return base["knobs"].get("sparsity", "dense") != cand["knobs"].get("sparsity", "dense")
+
+
+def lowered_dtypes(base: dict, cand: dict) -> set[str]:
+    """The candidate's dtypes narrower than the baseline's narrowest (int8 for quantisation)."""
+    floor = _min_bits(base["knobs"])
+    out = {d for d in cand["knobs"].get("dtypes") or [] if DTYPE_BITS.get(d, 32) < floor}
+    if cand["knobs"].get("quantization", "none") not in ("none", "", None):
+        out.add("int8")
+    return out
+
+
+def _quality_rows(path: Path) -> list[dict] | None:
+    """Rows of a `reviewkit quality` result, or None for a file of another kind."""
+    loaded = evidence_files.read(path, evidence_files.QUALITY)
+    rows = loaded.doc.get("results") if loaded.ok else None
+    return rows if isinstance(rows, list) else None
+
+
+@check("precision-quality")
+def precision_quality(ctx: Context) -> CheckResult:
+    lowered = set()
+    for _, cand in ctx.candidates:
+        if precision_lowered(ctx.baseline, cand):
+            lowered |= lowered_dtypes(ctx.baseline, cand) or {"lower precision"}
+    if not lowered:
+        return CheckResult(PASS, "no candidate lowers precision")
+    files = ctx.review.evidence.get("quality", ())
+    if not files:
+        return CheckResult(
+            FAIL,
+            f"precision is lowered ({', '.join(sorted(lowered))}) and no "
+            "quality evidence is cited under [evidence].quality",
+        )
+    tolerances = ctx.params.get("tolerances", {})
+    min_top1 = float(ctx.params.get("min_top1_agreement", 0.99))
+    max_kl = float(ctx.params.get("max_kl_divergence", 1e-3))
+    evidence = [ctx.artifact("quality evidence", p) for p in files]
+    rows = [r for p in files for r in (_quality_rows(p) or [])]
+    if not rows:
+        return CheckResult(
+            WARN,
+            "quality evidence is cited but is not a `reviewkit quality` "
+            "result, so its tolerances cannot be checked",
+            tuple(evidence),
+        )
+    problems, checked = [], 0
+    for dtype in sorted(lowered):
+        mine = [r for r in rows if isinstance(r, dict) and r.get("dtype") == dtype]
+        if not mine:
+            problems.append(f"no {dtype} results in the quality evidence")
+            continue
+        tol = tolerances.get(dtype)
+        for r in mine:
+            if r.get("status") == "not applicable":
+                continue
+            checked += 1
+            if r.get("status") != "ok":
+                problems.append(f"{r.get('id')} {dtype}: {r.get('status')} ({r.get('reason', '')})")
+                continue
+            if tol is not None and r.get("rel_error", math.inf) > tol:
+                problems.append(f"{r['id']} {dtype}: relative error {r['rel_error']:.2e} > {tol:g}")
+            if "top1_agreement" in r and r["top1_agreement"] < min_top1:
+                problems.append(
+                    f"{r['id']} {dtype}: top-1 agreement {r['top1_agreement']:.3f} < {min_top1:g}"
+                )
+            if "kl_divergence" in r and r["kl_divergence"] > max_kl:
+                problems.append(f"{r['id']} {dtype}: KL {r['kl_divergence']:.2e} > {max_kl:g}")
+    if problems:
+        return CheckResult(
+            FAIL, f"{len(problems)} quality problem(s): {'; '.join(problems[:4])}", tuple(evidence)
+        )
+    worst = max(
+        (r for r in rows if r.get("dtype") in lowered and r.get("status") == "ok"),
+        key=lambda r: r.get("rel_error", 0),
+        default=None,
+    )
+    evidence.append(
+        Evidence(
+            "number",
+            "worst relative error",
+            value=(f"{worst['id']} {worst['dtype']}: {worst['rel_error']:.2e}" if worst else "n/a"),
+        )
+    )
+    return CheckResult(
+        PASS,
+        f"{checked} result(s) in {', '.join(sorted(lowered))} within the "
+        "rubric's tolerances against float64",
+        tuple(evidence),
+    )
+
+
+@check("fallback-for-precision-or-sparsity")
+def fallback(ctx: Context) -> CheckResult:
+    risky = [
+        i + 1
+        for i, (_, c) in enumerate(ctx.candidates)
+        if precision_lowered(ctx.baseline, c) or sparsity_changed(ctx.baseline, c)
+    ]
+    if not risky:
+        return CheckResult(PASS, "no candidate lowers precision or changes sparsity")
+    has_fallback = bool(ctx.review.rollback.get("fallback"))
+    has_quality = bool(ctx.review.evidence.get("quality"))
+    if has_fallback and has_quality:
+        return CheckResult(
+            PASS,
+            "a fallback path ([rollback].fallback) and quality evidence are recorded",
+            (Evidence("text", "fallback", value=ctx.review.rollback["fallback"]),),
+        )
+    missing = [
+        name
+        for name, ok in (
+            ("a fallback path ([rollback].fallback)", has_fallback),
+            ("quality evidence ([evidence].quality)", has_quality),
+        )
+        if not ok
+    ]
+    return CheckResult(
+        FAIL,
+        f"candidate(s) {', '.join(map(str, risky))} change precision or "
+        f"sparsity without {' or '.join(missing)}",
+    )

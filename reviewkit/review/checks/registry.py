@@ -1,0 +1,95 @@
+"""The check registry, its context and result records, and the finding statuses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from reviewkit.analysis.compare import Comparison, WorkloadComparison
+from reviewkit.common.hashing import sha256_file
+from reviewkit.review.reviewfile import Review
+
+PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
+
+
+PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
+STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
+
+
+STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
+HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str  # "artifact" | "workload" | "number" | "text"
+    label: str
+    value: str = ""
+    path: str = ""
+    sha256: str = ""
+    reproduce: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v != ""}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    status: str
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass
+class Context:
+    """Everything a check may read: the review, the analysed runs and their comparisons."""
+
+    review: Review
+    baseline: dict
+    candidates: list[tuple[Path, dict]]
+    comparisons: list[Comparison]
+    params: dict = field(default_factory=dict)
+    _sha: dict = field(default_factory=dict)
+
+    def sha256(self, path: Path) -> str:
+        if path not in self._sha:
+            self._sha[path] = sha256_file(path)
+        return self._sha[path]
+
+    def artifact(self, label: str, path: Path) -> Evidence:
+        file = path / "run.json" if path.is_dir() else path
+        return Evidence(
+            "artifact", label, path=self.review.relative(file), sha256=self.sha256(path)
+        )
+
+    def run_artifacts(self) -> list[Evidence]:
+        out = [self.artifact("baseline run", self.review.baseline)]
+        out += [
+            self.artifact(f"candidate run {i + 1}", p) for i, (p, _) in enumerate(self.candidates)
+        ]
+        return out
+
+
+Check = Callable[[Context], CheckResult]
+
+
+Check = Callable[[Context], CheckResult]
+CHECKS: dict[str, Check] = {}
+
+
+def check(name: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def _workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
+    rec = next((x for x in cand["workloads"] if x["id"] == w.candidate_id), {})
+    return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"

@@ -1,0 +1,85 @@
+"""Checks that a win holds across shapes (batch x sequence cells)."""
+
+from __future__ import annotations
+
+import re
+
+from reviewkit.analysis.compare import FASTER, SLOWER, Comparison, WorkloadComparison
+from reviewkit.review.checks.registry import FAIL, PASS, CheckResult, Context, Evidence, check
+
+_SHAPE_PART = re.compile(r"^b\d+s\d+$")
+
+
+def shape_family(workload_key: str) -> str:
+    """A workload key without its batch x sequence part: the cells of one shape sweep."""
+    return ".".join(p for p in workload_key.split(".") if not _SHAPE_PART.match(p))
+
+
+def _cell(w: WorkloadComparison) -> str:
+    return f"b{w.params['batch']}s{w.params['seq']} x{w.median_ratio:.2f}"
+
+
+def _portability(comp: Comparison, min_effect: float) -> tuple[list[str], list[str]]:
+    """Per shape family with 2+ cells: (families whose win breaks on some shape, summaries).
+
+    A cell counts as faster or slower when its interval excludes 1 and its ratio is at least
+    min_effect away from 1."""
+    families: dict[str, list[WorkloadComparison]] = {}
+    for w in comp.workloads:
+        if w.median_ratio is not None and {"seq", "batch"} <= set(w.params):
+            families.setdefault(shape_family(w.key), []).append(w)
+    broken, summaries = [], []
+    for family, cells in sorted(families.items()):
+        if len(cells) < 2:
+            continue
+        faster = [w for w in cells if w.verdict == FASTER and w.median_ratio <= 1 - min_effect]
+        slower = [w for w in cells if w.verdict == SLOWER and w.median_ratio >= 1 + min_effect]
+        summaries.append(
+            f"{family}: {len(faster)} of {len(cells)} shapes faster, {len(slower)} slower "
+            f"(by {min_effect:.0%} or more)"
+        )
+        if faster and slower:
+            broken.append(
+                f"{family} is faster at {', '.join(_cell(w) for w in faster[:3])} but slower at "
+                f"{', '.join(_cell(w) for w in slower[:3])}"
+            )
+    return broken, summaries
+
+
+@check("shape-coverage")
+def shape_coverage(ctx: Context) -> CheckResult:
+    min_levels = int(ctx.params.get("min_levels", 2))
+    min_effect = float(ctx.params.get("min_effect", 0.05))
+    summaries, thin, broken, evidence = [], False, [], []
+    for i, comp in enumerate(ctx.comparisons):
+        seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}
+        batches = {w.params.get("batch") for w in comp.workloads if w.median_ratio} - {None}
+        summaries.append(
+            f"candidate {i + 1}: sequence lengths {sorted(seqs)}, batch "
+            f"(concurrency) levels {sorted(batches)}"
+        )
+        if len(seqs) < min_levels or len(batches) < min_levels:
+            thin = True
+        mixed, families = _portability(comp, min_effect)
+        broken += [f"candidate {i + 1}: {m}" for m in mixed]
+        label = f"candidate {i + 1} shape cells"
+        evidence += [Evidence("number", label, value=f) for f in families]
+    if thin:
+        return CheckResult(
+            FAIL,
+            f"evidence covers fewer than {min_levels} sequence lengths or "
+            f"concurrency levels: {'; '.join(summaries)}",
+            tuple(evidence),
+        )
+    if broken:
+        return CheckResult(
+            FAIL,
+            f"the win does not hold across shapes (faster by {min_effect:.0%} or more on some, "
+            f"slower by as much on others, each beyond noise): {'; '.join(broken[:3])}",
+            tuple(evidence),
+        )
+    return CheckResult(
+        PASS,
+        "; ".join(summaries) + "; no shape family is faster on some shapes and slower on others",
+        tuple(evidence),
+    )
