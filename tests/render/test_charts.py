@@ -332,7 +332,7 @@ def test_spec_is_valid_inline_deterministic_and_renders(name, fn, build, label):
         assert config[section]["labelFont"] == FONT
         assert config[section]["titleFont"] == FONT
     assert config["title"]["font"] == FONT
-    charts._SPEC_MEMO.clear()  # rebuild for real: the memo would hand back the same object
+    charts.base._SPEC_MEMO.clear()  # rebuild for real: the memo would hand back the same object
     again = fn(build())
     assert again == spec and again is not spec  # same input, same dict
 
@@ -589,3 +589,29 @@ def test_fit_matrix_below_threshold_and_rounding_is_not_uncovered():
     assert cells["1e5-1e6 elements"]["line2"] == "0% covered"
     no_threshold = charts.fit_matrix(rows, {**FIT_SUMMARY, "min_coverage": None})
     assert no_threshold["title"]["text"].endswith("(the rubric sets no threshold)")
+
+
+def test_no_rows_stay_pending_between_charts():
+    """Each chart's rows travel inside its spec; the module keeps none of them afterwards, so
+    a site build of many decisions does not accumulate every dataset it drew."""
+    from reviewkit.render.charts import base
+
+    base._SPEC_MEMO.clear()
+    for name, fn, build, _ in CASES:
+        spec = fn(build())
+        assert datasets(spec), name  # the rows are in the spec ...
+        assert base._PENDING == {}, f"{name} left rows pending"  # ... and nowhere else
+
+
+def test_the_in_memory_svg_cache_is_bounded(monkeypatch):
+    from reviewkit.render.charts import convert
+
+    monkeypatch.setattr(convert, "_SVG_CACHE", {})
+    monkeypatch.setattr(convert, "_cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
+    monkeypatch.setattr(convert, "_write_cache", lambda path, text: None)
+    import vl_convert
+
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec, **kw: "<svg/>")
+    for i in range(convert.SVG_MEMO_ENTRIES + 10):
+        convert.to_svg({"i": i})
+    assert len(convert._SVG_CACHE) == convert.SVG_MEMO_ENTRIES

@@ -1,0 +1,71 @@
+"""Vega-Lite chart specs (via altair) for packets and the site, and their conversion to SVG."""
+
+from reviewkit.render.charts.base import (
+    FONT,
+    MAX_SAMPLES,
+    MUTED_COLOUR,
+    NOTE_CHARS,
+    NOTE_MAX_CHARS,
+    VERDICT_COLOURS,
+    WIDTH,
+)
+from reviewkit.render.charts.comparison import (
+    MAX_PLATFORM_ROWS,
+    MISSING_CELL,
+    forest,
+    platform_matrix,
+    risk_map,
+    shape_heatmap,
+    trade_view,
+)
+from reviewkit.render.charts.convert import VEGALITE_VERSION, javascript_bundle, to_svg
+from reviewkit.render.charts.fit import TIME_BASIS_WORDS, UNCOVERED_COLOUR, fit_matrix
+from reviewkit.render.charts.production import (
+    latency_throughput,
+    perf_per_watt,
+    quality_drift,
+    stability,
+)
+from reviewkit.render.charts.runs import (
+    latency_distribution,
+    mfu_by_layer,
+    roofline,
+    stall_by_layer,
+    time_decomposition,
+)
+from reviewkit.render.charts.schema import validate
+from reviewkit.render.charts.trends import trend
+
+__all__ = [
+    "FONT",
+    "MAX_PLATFORM_ROWS",
+    "MAX_SAMPLES",
+    "MISSING_CELL",
+    "MUTED_COLOUR",
+    "NOTE_CHARS",
+    "NOTE_MAX_CHARS",
+    "TIME_BASIS_WORDS",
+    "UNCOVERED_COLOUR",
+    "VEGALITE_VERSION",
+    "VERDICT_COLOURS",
+    "WIDTH",
+    "fit_matrix",
+    "forest",
+    "javascript_bundle",
+    "latency_distribution",
+    "latency_throughput",
+    "mfu_by_layer",
+    "perf_per_watt",
+    "platform_matrix",
+    "quality_drift",
+    "risk_map",
+    "roofline",
+    "shape_heatmap",
+    "stability",
+    "stall_by_layer",
+    "time_decomposition",
+    "to_svg",
+    "trade_view",
+    "trend",
+    "validate",
+]

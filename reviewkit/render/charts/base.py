@@ -1,0 +1,239 @@
+"""The charts' shared look and plumbing: fonts, colours, sizes, inline datasets, memo, no-data."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Iterable
+
+import altair as alt
+
+# vl-convert lays text out with its own font set and WeasyPrint with fontconfig's: DejaVu Sans
+# is on both sides, so the SVG in the PDF measures and draws with the same glyphs.
+FONT = "DejaVu Sans"
+
+
+# A4 minus 20 mm margins leaves ~170 mm ≈ 640 px at 96 dpi; 560 px of plot leaves room for the
+# axis labels and legend beside it.
+WIDTH = 560
+
+
+HEIGHT = 320
+
+
+NO_DATA_HEIGHT = 120  # a visible box for the "no data" message without wasting a page
+
+
+CATEGORY_SCHEME = "tableau10"  # distinguishable under the common colour-vision deficiencies
+
+
+GIGA = 1e9  # FLOP/s are shown as GFLOP/s: device rates sit between 1e9 and 1e15
+
+
+MILLI = 1e3  # seconds shown as milliseconds: kernel latencies sit between 1e-6 s and 1 s
+
+
+# 60 evenly spaced order statistics keep the shape and both ends of a distribution while a
+# 12-workload, 2-run chart stays under 0.1 MB and quick to draw in the PDF (~0.3 s at 400).
+MAX_SAMPLES = 60
+
+
+MAX_WORKLOADS = 12
+
+
+LABEL_LIMIT = 300  # px: full workload ids (up to ~50 characters at 10 px) instead of "gemm.bert-b…"
+
+
+# Okabe-Ito bluish green / vermillion / grey: safe for deuteranopia and protanopia.
+VERDICT_COLOURS = {
+    "faster": "#009E73",
+    "slower": "#D55E00",
+    "no significant difference": "#999999",
+}
+
+
+VERDICT_SHAPES = {  # shape repeats the colour so the verdict survives greyscale printing
+    "faster": "triangle-left",
+    "slower": "triangle-right",
+    "no significant difference": "circle",
+}
+
+
+# Time components in stack order, with fixed tableau10 colours so every chart reads alike.
+COMPONENTS = (
+    ("compute", "compute", "#4C78A8"),
+    ("memory_stall", "memory stall", "#F58518"),
+    ("overhead", "overhead", "#BAB0AC"),
+)
+
+
+PERCENTILE_COLOURS = {"p50": "#000000", "p95": "#6A3D9A", "p99": "#C51B7D"}  # apart in lightness
+
+
+CEILING_COLOUR = "#4D4D4D"  # neutral: the colour channel is taken by layer type
+
+
+BAR_PX = 14  # one bar per run; thick enough for a 10 px label beside it
+
+
+GROUP_GAP_PX = 10  # space between layer-type groups
+
+
+def _finite(x: object) -> bool:
+    """A real number (numpy scalars included); None, NaN, inf and booleans are not."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _positive(x: object) -> bool:
+    """A number a log axis can show: finite and above zero."""
+    return _finite(x) and x > 0
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    """First-seen order: the caller's order of runs (baseline first) is meaningful."""
+    return list(dict.fromkeys(values))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _title(text: str, notes: list[str] | None = None) -> alt.TitleParams:
+    if notes:
+        return alt.TitleParams(text=text, subtitle=notes)
+    return alt.TitleParams(text=text)
+
+
+# Charts reference their rows by name and the rows are attached to the finished spec as
+# top-level "datasets" (still inline, no URL): altair deep-copies inline values at every
+# layer and encoding, which cost ~0.6 s a packet for the latency samples alone.
+# Rows of the chart being built, by name; empty between charts (see _build_releasing_rows).
+_PENDING: dict[str, list] = {}
+
+
+def _data(values: Iterable[dict]) -> alt.NamedData:
+    rows = list(values)
+    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), default=float)
+    name = "rows-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    _PENDING[name] = rows
+    return alt.NamedData(name=name)
+
+
+def _dataset_names(node: object, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            found.add(data["name"])
+        for value in node.values():
+            _dataset_names(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _dataset_names(value, found)
+    return found
+
+
+_SPEC_MEMO: dict[str, dict] = {}
+
+
+SPEC_MEMO_ENTRIES = 256  # a site of many decisions repeats the same charts of shared runs
+
+
+def _build_releasing_rows(fn, args: tuple, kwargs: dict) -> dict:
+    """Build one chart, then drop the rows it registered: they are inside its finished spec,
+    and keeping them would grow `_PENDING` for a whole site build."""
+    before = set(_PENDING)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        for name in [n for n in _PENDING if n not in before]:
+            del _PENDING[name]
+
+
+def _memo(fn):
+    """Memoise a chart builder on its JSON-encoded arguments: building through altair costs
+    20-90 ms a chart, and a decisions log draws the same runs' charts many times. The spec
+    returned is shared: callers read it and never modify it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        key = (
+            fn.__name__
+            + hashlib.sha256(
+                json.dumps([args, kwargs], sort_keys=True, default=float).encode()
+            ).hexdigest()
+        )
+        if key not in _SPEC_MEMO:
+            if len(_SPEC_MEMO) >= SPEC_MEMO_ENTRIES:
+                _SPEC_MEMO.pop(next(iter(_SPEC_MEMO)))
+            _SPEC_MEMO[key] = _build_releasing_rows(fn, args, kwargs)
+        return _SPEC_MEMO[key]
+
+    return wrapper
+
+
+def _finish(chart: alt.TopLevelMixin) -> dict:
+    """Apply the shared look and return the plain dict, with its rows attached."""
+    configured = (
+        chart.configure(font=FONT)
+        .configure_axis(labelFont=FONT, titleFont=FONT)
+        .configure_legend(labelFont=FONT, titleFont=FONT)
+        .configure_title(font=FONT, subtitleFont=FONT, anchor="start")
+        .configure_header(labelFont=FONT, titleFont=FONT)
+        .configure_text(font=FONT)
+        .configure_range(category={"scheme": CATEGORY_SCHEME})
+    )
+    # altair's own validation costs ~50 ms a chart; tests validate every chart kind instead.
+    spec = configured.to_dict(validate=False)
+    # Room on the left: WeasyPrint draws DejaVu a hair wider than vl-convert measures it, and
+    # the first letters of long axis labels were clipped in the PDF.
+    spec["padding"] = {"left": 14, "top": 5, "right": 5, "bottom": 5}
+    names = sorted(_dataset_names(spec, set()))
+    spec["datasets"] = {name: _PENDING[name] for name in names}
+    return spec
+
+
+def _no_data(title: str, notes: list[str] | None = None) -> dict:
+    """A visible "no data" message: an empty plot would read as a rendering failure."""
+    chart = (
+        alt.Chart(_data([{"message": "no data"}]))
+        .mark_text(fontSize=16, color="#555555")
+        .encode(text="message:N")
+        .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=_title(title, notes))
+    )
+    return _finish(chart)
+
+
+NOTE_CHARS = 96  # a subtitle line wider than the plot runs off the A4 page: wrap it
+
+
+NOTE_MAX_CHARS = 400  # a reason read from a file is shown, not a whole file pasted into a chart
+
+
+MUTED_COLOUR = "#9E9E9E"  # invalid levels, partial sub-windows: present but not a result
+
+
+RULE_COLOUR = "#333333"  # SLA, offline and tolerance rules: neutral against data colours
+
+
+KNEE_COLOUR = "#E69F00"  # Okabe-Ito orange: apart from the p50/p99 and verdict colours
+
+
+def _notes(lines: Iterable[str]) -> list[str]:
+    """Subtitle lines, each cut to a sane length and wrapped to the plot width."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        text = " ".join(str(line).split())
+        if len(text) > NOTE_MAX_CHARS:
+            text = text[: NOTE_MAX_CHARS - 1] + "…"
+        out += textwrap.wrap(text, NOTE_CHARS) or [""]
+    return out
+
+
+def _fmt(x: float) -> str:
+    """Four significant digits without exponent noise for the sizes shown (1e-3 to 1e6)."""
+    return f"{x:,.4g}"

@@ -1,0 +1,574 @@
+"""Charts of a comparison: forest of ratios, shape portability, risk map, trade view, platforms."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import altair as alt
+
+from reviewkit.render.charts.base import (
+    BAR_PX,
+    GIGA,
+    HEIGHT,
+    LABEL_LIMIT,
+    MILLI,
+    NO_DATA_HEIGHT,
+    VERDICT_COLOURS,
+    VERDICT_SHAPES,
+    WIDTH,
+    _data,
+    _finish,
+    _finite,
+    _fmt,
+    _memo,
+    _no_data,
+    _notes,
+    _plural,
+    _positive,
+    _title,
+    _unique,
+)
+
+RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"
+
+
+RISK_CELL_FILL = {0: "#F7F7F7", 1: "#EFEFEF", 2: "#E3E3E3", 3: "#D4D4D4"}  # by severity band
+
+
+OWNER_COLOURS = {"owner named": "#0072B2", "no owner": "#D55E00"}  # Okabe-Ito blue/vermillion
+
+
+OWNER_SHAPES = {"owner named": "circle", "no owner": "triangle-up"}
+
+
+RISK_LABEL_LIMIT_PX = 108  # cell width (560 / 4) less the point and its margin: labels stay in
+
+
+FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
+
+
+TRADE_PANEL_WIDTH = 200  # two panels side by side fit the A4 width with candidate labels
+
+
+TRADE_BAR_PX = 22
+
+
+@_memo
+def forest(rows: list[dict], *, item: str = "workload") -> dict:
+    """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types."""
+    title = f"Median latency ratio per {item}, candidate / baseline"
+    points, dropped = [], 0
+    for r in rows:
+        ratio = r.get("ratio")
+        if not _positive(ratio):
+            dropped += 1
+            continue
+        verdict = r.get("verdict")
+        if verdict not in VERDICT_COLOURS:
+            raise ValueError(f"forest: unknown verdict {verdict!r} for {r.get('workload')!r}")
+        low, high = r.get("low"), r.get("high")
+        interval = _positive(low) and _positive(high)
+        points.append(
+            {
+                "workload": str(r["workload"]),
+                "ratio": float(ratio),
+                "low": float(low) if interval else None,
+                "high": float(high) if interval else None,
+                "verdict": verdict,
+            }
+        )
+    notes = [f"{_plural(dropped, item)} without a positive ratio not shown"] if dropped else []
+    if not points:
+        return _no_data(title, notes)
+    points.sort(key=lambda p: (p["ratio"], p["workload"]))
+    order = _unique(p["workload"] for p in points)
+    intervals = [p for p in points if p["low"] is not None]
+
+    # Log "nice" rounds out to whole decades, which squeezes ratios near 1 into a sliver: pad
+    # the data (and the rule at 1) by 10 % either side instead.
+    ends = (
+        [1.0] + [p["ratio"] for p in points] + [v for p in intervals for v in (p["low"], p["high"])]
+    )
+    x_scale = alt.Scale(
+        type="log", domain=[min(ends) / FOREST_PAD, max(ends) * FOREST_PAD], nice=False
+    )
+    x_title = "Ratio of medians, candidate / baseline (log scale; below 1 is faster)"
+    y = alt.Y("workload:N", title=None, sort=order, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    verdicts = list(VERDICT_COLOURS)
+    colour_scale = alt.Scale(domain=verdicts, range=list(VERDICT_COLOURS.values()))
+    one = (
+        alt.Chart(_data([{"ratio": 1.0}]))
+        .mark_rule(color="#333333", strokeDash=[4, 3])
+        .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale))
+    )
+    bars = (
+        alt.Chart(_data(intervals))
+        .mark_rule(strokeWidth=1.5)
+        .encode(
+            x=alt.X("low:Q", title=x_title, scale=x_scale),
+            x2="high:Q",
+            y=y,
+            color=alt.Color("verdict:N", legend=None, scale=colour_scale),
+        )
+    )
+    dots = (
+        alt.Chart(_data(points))
+        .mark_point(filled=True, size=70, opacity=1)
+        .encode(
+            x=alt.X("ratio:Q", title=x_title, scale=x_scale),
+            y=y,
+            color=alt.Color("verdict:N", title="verdict", scale=colour_scale),
+            shape=alt.Shape(
+                "verdict:N",
+                title="verdict",
+                scale=alt.Scale(domain=verdicts, range=list(VERDICT_SHAPES.values())),
+            ),
+            tooltip=[
+                alt.Tooltip("workload:N", title=item),
+                alt.Tooltip("ratio:Q", format=".3f"),
+                alt.Tooltip("low:Q", title="95% low", format=".3f"),
+                alt.Tooltip("high:Q", title="95% high", format=".3f"),
+                alt.Tooltip("verdict:N"),
+            ],
+        )
+    )
+    chart = alt.layer(one, bars, dots).properties(
+        width=WIDTH,
+        height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 8)),
+        title=_title(title, notes),
+    )
+    return _finish(chart)
+
+
+def _risk_index(value: object, what: str, description: str) -> int:
+    text = str(value or "").strip().lower()
+    if text in ("", "unrated"):
+        return 0
+    if text not in RISK_LEVELS:
+        raise ValueError(f"risk_map: {what} {value!r} of {description!r} is not low/medium/high")
+    return RISK_LEVELS.index(text)
+
+
+@_memo
+def risk_map(risks: list[dict]) -> dict:
+    """Likelihood x impact grid, one labelled point per risk, coloured by owner presence."""
+    title = "Risk map: likelihood against impact"
+    if not risks:
+        return _no_data(title)
+    cells: dict[tuple[int, int], list[int]] = {}
+    placed = []
+    for i, r in enumerate(risks):
+        description = str(r.get("description") or "").strip() or f"risk {i + 1}"
+        col = _risk_index(r.get("likelihood"), "likelihood", description)
+        row = _risk_index(r.get("level"), "level", description)
+        cells.setdefault((col, row), []).append(i)
+        owner = str(r.get("owner") or "").strip()
+        placed.append((i, description, col, row, owner))
+    points = []
+    for i, description, col, row, owner in placed:
+        members = cells[(col, row)]
+        k, m = members.index(i), len(members)
+        points.append(
+            {
+                "description": description,
+                "likelihood": RISK_LEVELS[col],
+                "level": RISK_LEVELS[row],
+                "owner": owner or "none",
+                "owner_status": "owner named" if owner else "no owner",
+                # Left of the cell centre so the label fits to the right; risks sharing a cell
+                # are spread top to bottom in input order (deterministic jitter).
+                "x": col - 0.38,
+                "y": row + 0.4 - (k + 0.5) * 0.8 / m,
+            }
+        )
+    grid = [
+        {
+            "x": col - 0.5,
+            "x2": col + 0.5,
+            "y": row - 0.5,
+            "y2": row + 0.5,
+            # Severity band: likelihood x impact of the rated cells, 0 for an unrated axis.
+            "fill": RISK_CELL_FILL[min(3, math.ceil(col * row / 3))],
+        }
+        for col in range(len(RISK_LEVELS))
+        for row in range(len(RISK_LEVELS))
+    ]
+    ticks = list(range(len(RISK_LEVELS)))
+    label_expr = f"{json.dumps(list(RISK_LEVELS))}[datum.value]"
+    domain = [-0.5, len(RISK_LEVELS) - 0.5]
+    x = alt.X(
+        "x:Q",
+        title="Likelihood",
+        scale=alt.Scale(domain=domain, nice=False, zero=False),
+        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
+    )
+    y = alt.Y(
+        "y:Q",
+        title="Impact (level)",
+        scale=alt.Scale(domain=domain, nice=False, zero=False),
+        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
+    )
+    background = (
+        alt.Chart(_data(grid))
+        .mark_rect(stroke="#FFFFFF", strokeWidth=2)
+        .encode(x=x, x2="x2:Q", y=y, y2="y2:Q", fill=alt.Fill("fill:N", scale=None))
+    )
+    statuses = list(OWNER_COLOURS)
+    marks = (
+        alt.Chart(_data(points))
+        .mark_point(filled=True, size=60, opacity=1)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "owner_status:N",
+                title="owner",
+                scale=alt.Scale(domain=statuses, range=list(OWNER_COLOURS.values())),
+            ),
+            shape=alt.Shape(
+                "owner_status:N",
+                title="owner",
+                scale=alt.Scale(domain=statuses, range=list(OWNER_SHAPES.values())),
+            ),
+            tooltip=[
+                alt.Tooltip("description:N", title="risk"),
+                alt.Tooltip("likelihood:N"),
+                alt.Tooltip("level:N", title="impact"),
+                alt.Tooltip("owner:N"),
+            ],
+        )
+    )
+    labels = (
+        alt.Chart(_data(points))
+        .mark_text(align="left", baseline="middle", dx=7, fontSize=10, limit=RISK_LABEL_LIMIT_PX)
+        .encode(x=x, y=y, text="description:N")
+    )
+    chart = alt.layer(background, marks, labels).properties(
+        width=WIDTH, height=HEIGHT + 80, title=_title(title)
+    )
+    return _finish(chart)
+
+
+# key, panel name, axis title, better direction, scale to display units, fixed domain
+TRADE_DIMENSIONS = (
+    ("throughput_per_s", "Throughput", "Throughput (per s)", "higher is better", 1.0, None),
+    ("latency_p99_s", "p99 latency", "p99 latency (ms)", "lower is better", MILLI, None),
+    ("energy_j_per_call", "Energy", "Energy (J per call)", "lower is better", 1.0, None),
+    ("engineering_risk", "Engineering risk", "Risk (0-1)", "lower is better", 1.0, (0.0, 1.0)),
+)
+
+
+@_memo
+def trade_view(rows: list[dict]) -> dict:
+    """Four panels (throughput, p99, energy, risk) of bars per candidate; gaps said in words."""
+    title = "Platform trade view"
+    if not rows:
+        return _no_data(title)
+    candidates = _unique(str(r["candidate"]) for r in rows)
+    panels = []
+    for key, name, axis_title, better, scale, fixed in TRADE_DIMENSIONS:
+        bars, missing = [], []
+        for r in rows:
+            value = r.get(key)
+            if _finite(value):
+                bars.append({"candidate": str(r["candidate"]), "value": float(value) * scale})
+            else:
+                # A missing measurement drawn as 0 would win every "lower is better" panel.
+                missing.append({"candidate": str(r["candidate"]), "label": "not available"})
+        domain = None
+        if fixed:
+            top = max([fixed[1]] + [b["value"] for b in bars])
+            domain = [fixed[0], top]
+        x = alt.X(
+            "value:Q",
+            title=axis_title,
+            scale=alt.Scale(domain=domain) if domain else alt.Undefined,
+        )
+        y = alt.Y("candidate:N", title=None, sort=candidates)
+        bar_layer = (
+            alt.Chart(_data(bars))
+            .mark_bar(color="#4C78A8")
+            .encode(
+                x=x,
+                y=y,
+                tooltip=[
+                    alt.Tooltip("candidate:N"),
+                    alt.Tooltip("value:Q", title=axis_title, format=",.4~g"),
+                ],
+            )
+        )
+        text_layer = (
+            alt.Chart(_data(missing))
+            .mark_text(align="left", baseline="middle", fontStyle="italic", color="#555555")
+            .encode(x=alt.value(4), y=y, text="label:N")
+        )
+        panels.append(
+            alt.layer(bar_layer, text_layer).properties(
+                width=TRADE_PANEL_WIDTH,
+                height=max(60, len(candidates) * TRADE_BAR_PX),
+                title=f"{name}: {better}",
+            )
+        )
+    chart = alt.concat(*panels, columns=2, spacing=24).properties(title=_title(title))
+    return _finish(chart)
+
+
+# A cell holds three 9 px text lines ("MFU 41.2%", "p99 0.736 ms", "SLA missed").
+PLATFORM_ROW_PX = 38
+
+
+# The platform columns share the plot width; below this a cell's "p99 0.736 ms" would not fit.
+PLATFORM_MIN_COLUMN_PX = 104
+
+
+# 18 rows of 38 px keep the matrix and its caption on one A4 page once the image is scaled to
+# the page width; the table and packet.json carry every cell.
+MAX_PLATFORM_ROWS = 18
+
+
+SLA_MISS_COLOUR = "#D55E00"  # Okabe-Ito vermillion, the "slower" colour: a miss is a regression
+
+
+SLA_MISS_STROKE_PX = 3
+
+
+@_memo
+def platform_matrix(
+    cells: list[dict], platforms: list[str], notes: list[str] | None = None
+) -> dict:
+    """Workloads x platforms coloured by MFU, each cell's MFU, p99 and SLA verdict as text.
+
+    cells: {"workload", "platform", "status" ("measured" | "not measured"), "reason", "mfu",
+    "p99_s", "sla" ("met" | "missed" | "no target" | "not measured"), and for the tooltip
+    "device_name", "dtype", "peak_source", "workload_id", "sla_target", "sla_reason",
+    "throughput_calls_per_s", "batch", "flops_per_joule", "avg_watts", "energy_reason"};
+    platforms: column order. A cell missing from the run or not measured is grey and says so.
+    """
+    title = "Platforms side by side: MFU and p99 by workload"
+    notes = list(notes or [])
+    rows = _unique(str(c["workload"]) for c in cells)
+    if len(rows) > MAX_PLATFORM_ROWS:
+        notes.append(f"the first {MAX_PLATFORM_ROWS} of {len(rows)} workloads (end-to-end first); "
+                     "every cell is in the table below and in packet.json")  # fmt: skip
+        rows = rows[:MAX_PLATFORM_ROWS]
+    kept = set(rows)
+    data = []
+    for c in cells:
+        if str(c["workload"]) not in kept:
+            continue
+        measured = c.get("status") == "measured"
+        mfu, p99 = c.get("mfu"), c.get("p99_s")
+        energy = c.get("flops_per_joule")
+        rate = c.get("throughput_calls_per_s")
+        sla = str(c.get("sla") or "")
+        data.append(
+            {
+                "workload": str(c["workload"]),
+                "platform": str(c["platform"]),
+                "mfu": float(mfu) if measured and _finite(mfu) else None,
+                "missed": sla == "missed",
+                "line1": (f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —")
+                if measured else "not measured",
+                "line2": f"p99 {_fmt(float(p99) * MILLI)} ms" if measured and _finite(p99) else "",
+                "line3": {"met": "SLA met", "missed": "SLA missed"}.get(sla, ""),
+                # Tooltip text: preformatted, so a value that is absent reads as its reason.
+                "workload_id": str(c.get("workload_id") or "—"),
+                "device": str(c.get("device_name") or ""),
+                "dtype": str(c.get("dtype") or ""),
+                "mfu_text": (f"{100 * mfu:.1f}% of the {c.get('peak_source')} peak"
+                             if _finite(mfu) else str(c.get("reason") or "no MFU")),
+                "p99_text": f"{_fmt(float(p99) * MILLI)} ms" if _finite(p99) else "—",
+                "sla_text": sla + (f": {c['sla_reason']}" if c.get("sla_reason") else "")
+                + (f" [{c['sla_target']}]" if c.get("sla_target") else ""),
+                "throughput_text": (f"{_fmt(float(rate))} calls/s"
+                                    + (f" at batch {c['batch']}" if c.get("batch") else "")
+                                    if _finite(rate) else "—"),
+                "perf_w_text": (f"{_fmt(float(energy) / GIGA)} GFLOP/J, "
+                                f"{_fmt(float(c.get('avg_watts') or 0.0))} W average"
+                                if _finite(energy) else
+                                f"not measured: {c.get('energy_reason') or 'no energy'}"),
+                "status_text": "measured" if measured else f"not measured: {c.get('reason')}",
+            }
+        )  # fmt: skip
+    if not data:
+        return _no_data(title, _notes(notes))
+    top = max([1e-3] + [d["mfu"] for d in data if d["mfu"] is not None])
+    for d in data:  # white text on the deepest blues, dark text elsewhere, as the shape heatmap
+        d["ink"] = "#FFFFFF" if d["mfu"] is not None and d["mfu"] > 0.6 * top else "#1D2330"
+    missed = sum(d["missed"] for d in data)
+    lead = ["colour: MFU against each platform's own peak (datasheet for a listed GPU, "
+            "measured otherwise); text: MFU, p99 per call, SLA verdict"]  # fmt: skip
+    if missed:
+        lead.append(f"{_plural(missed, 'cell')} outlined in vermillion: the SLA is missed")
+    grey = sum(d["mfu"] is None for d in data)
+    if grey:
+        lead.append(f"{_plural(grey, 'grey cell')}: not measured, or no MFU (tooltip says why)")
+    columns = [p for p in platforms if any(d["platform"] == p for d in data)]
+    column_px = max(PLATFORM_MIN_COLUMN_PX, WIDTH // max(1, len(columns)))
+    x = alt.X("platform:N", title=None, sort=columns,
+              axis=alt.Axis(orient="top", labelAngle=0, labelLimit=column_px - 6))  # fmt: skip
+    y = alt.Y("workload:N", title=None, sort=rows, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    base = alt.Chart(_data(data))
+    rect = base.mark_rect().encode(
+        x=x,
+        y=y,
+        color=alt.condition(
+            "datum.mfu === null",
+            alt.value(MISSING_CELL),
+            alt.Color("mfu:Q", title="MFU", scale=alt.Scale(domain=[0, top], scheme="blues"),
+                      legend=alt.Legend(format="%")),
+        ),
+        stroke=alt.condition("datum.missed", alt.value(SLA_MISS_COLOUR), alt.value("#FFFFFF")),
+        strokeWidth=alt.condition("datum.missed", alt.value(SLA_MISS_STROKE_PX), alt.value(1)),
+        tooltip=[
+            alt.Tooltip("workload:N"),
+            alt.Tooltip("workload_id:N", title="id in the run"),
+            alt.Tooltip("platform:N"),
+            alt.Tooltip("device:N"),
+            alt.Tooltip("mfu_text:N", title="MFU"),
+            alt.Tooltip("p99_text:N", title="p99"),
+            alt.Tooltip("sla_text:N", title="SLA"),
+            alt.Tooltip("throughput_text:N", title="throughput"),
+            alt.Tooltip("perf_w_text:N", title="perf per watt"),
+            alt.Tooltip("status_text:N", title="status"),
+        ],
+    )  # fmt: skip
+    ink = alt.Fill("ink:N", scale=None)  # its own channel: the rect owns the colour scale
+    lines = [
+        base.mark_text(fontSize=9, dy=dy).encode(x=x, y=y, fill=ink, text=f"{field}:N")
+        for field, dy in (("line1", -11), ("line2", 0), ("line3", 11))
+    ]
+    chart = alt.layer(rect, *lines).properties(
+        width=alt.Step(column_px),
+        height=alt.Step(PLATFORM_ROW_PX),
+        title=_title(title, _notes(lead + notes)),
+    )
+    return _finish(chart)
+
+
+HEAT_STEP_PX = 74  # a heatmap cell fits two 9 px text lines ("MFU 41.2%", "p99 0.736 ms")
+
+
+HEAT_COLUMNS = 3  # three panels of up to three sequence lengths fit the A4 width
+
+
+HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER = "#009E73", "#F7F7F7", "#D55E00"  # verdict colours
+
+
+HEAT_MIN_SPREAD = 1.25  # colour domain at least 0.8x..1.25x, so noise is not painted vivid
+
+
+MISSING_CELL = "#DDDDDD"  # measured shape with no ratio (not comparable)
+
+
+@_memo
+def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
+    """Sequence length x batch per workload family: does a win on one shape hold on the others?
+
+    rows: {"panel", "workload", "seq", "batch", "ratio" (candidate/baseline median, or None),
+    "verdict", "mfu", "p99_ms"}. With no ratio anywhere (a single run) the colour is MFU.
+    """
+    title = "Shape portability: sequence length x batch"
+    notes = list(notes or [])
+    cells, dropped = [], 0
+    for r in rows:
+        seq, batch = r.get("seq"), r.get("batch")
+        if not (_finite(seq) and _finite(batch)):
+            dropped += 1
+            continue
+        ratio, mfu, p99 = r.get("ratio"), r.get("mfu"), r.get("p99_ms")
+        cells.append(
+            {
+                "panel": str(r["panel"]),
+                "workload": str(r["workload"]),
+                "seq": int(seq),
+                "batch": int(batch),
+                "ratio": float(ratio) if _positive(ratio) else None,
+                "verdict": str(r.get("verdict") or ""),
+                "mfu": float(mfu) if _finite(mfu) else None,
+                "p99_ms": float(p99) if _finite(p99) else None,
+                "mfu_label": f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —",
+                "p99_label": f"p99 {p99:.3g} ms" if _finite(p99) else "p99 —",
+            }
+        )
+    if dropped:
+        notes.append(f"{_plural(dropped, 'workload')} without a sequence length and batch")
+    if not cells:
+        return _no_data(title, _notes(notes))
+    by_ratio = any(c["ratio"] is not None for c in cells)
+    if by_ratio:
+        spread = max([HEAT_MIN_SPREAD] + [max(c["ratio"], 1 / c["ratio"]) for c in cells
+                                          if c["ratio"] is not None])  # fmt: skip
+        colour = alt.Color(
+            "ratio:Q",
+            title=["median ratio", "cand / base", "(green faster)"],
+            scale=alt.Scale(
+                type="log",
+                domain=[1 / spread, 1.0, spread],
+                range=[HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER],
+                nice=False,
+            ),
+        )
+        missing = "datum.ratio === null"
+        lead = "colour: candidate / baseline median time (below 1, green, is faster)"
+    else:
+        top = max([1e-3] + [c["mfu"] for c in cells if c["mfu"] is not None])
+        colour = alt.Color(
+            "mfu:Q",
+            title="MFU",
+            scale=alt.Scale(domain=[0, top], scheme="blues"),
+            legend=alt.Legend(format="%"),
+        )
+        missing = "datum.mfu === null"
+        lead = "colour: MFU (one run, nothing to compare against)"
+    # White text on the deepest colours, dark text elsewhere: legible on every cell in print.
+    for c in cells:
+        if by_ratio:
+            deep = c["ratio"] is not None and abs(math.log(c["ratio"])) > 0.6 * math.log(spread)
+        else:
+            deep = c["mfu"] is not None and c["mfu"] > 0.6 * top
+        c["ink"] = "#FFFFFF" if deep else "#1D2330"
+    unmatched = sum(1 for c in cells if (c["ratio"] if by_ratio else c["mfu"]) is None)
+    if unmatched:
+        notes.append(f"{_plural(unmatched, 'grey cell')}: measured, but no "
+                     f"{'ratio' if by_ratio else 'MFU'}")  # fmt: skip
+    panels = _unique(c["panel"] for c in sorted(cells, key=lambda c: c["panel"]))
+    seqs = sorted({c["seq"] for c in cells})
+    batches = sorted({c["batch"] for c in cells})
+    x = alt.X("seq:O", title="sequence length", sort=seqs, axis=alt.Axis(labelAngle=0))
+    y = alt.Y("batch:O", title="batch", sort=batches)
+    base = alt.Chart(_data(cells))
+    rect = base.mark_rect(stroke="#FFFFFF", strokeWidth=1).encode(
+        x=x,
+        y=y,
+        color=alt.condition(missing, alt.value(MISSING_CELL), colour),
+        tooltip=[
+            alt.Tooltip("workload:N"),
+            alt.Tooltip("seq:O", title="sequence length"),
+            alt.Tooltip("batch:O"),
+            alt.Tooltip("ratio:Q", title="median ratio", format=".3f"),
+            alt.Tooltip("verdict:N"),
+            alt.Tooltip("mfu:Q", title="MFU", format=".1%"),
+            alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.4~g"),
+        ],
+    )
+    ink = alt.Fill("ink:N", scale=None)  # its own channel: the rect owns the colour scale
+    line1 = base.mark_text(fontSize=9, dy=-6).encode(x=x, y=y, fill=ink, text="mfu_label:N")
+    line2 = base.mark_text(fontSize=9, dy=7).encode(x=x, y=y, fill=ink, text="p99_label:N")
+    chart = (
+        alt.layer(rect, line1, line2)
+        .properties(width=alt.Step(HEAT_STEP_PX), height=alt.Step(HEAT_STEP_PX * 3 // 5))
+        .facet(
+            facet=alt.Facet(
+                "panel:N",
+                title=None,
+                sort=panels,
+                header=alt.Header(labelLimit=HEAT_STEP_PX * len(seqs) + 40, labelFontSize=10),
+            ),
+            columns=HEAT_COLUMNS,
+            spacing=14,
+        )
+        .properties(title=_title(title, _notes([lead, "text: candidate MFU and p99", *notes])))
+    )
+    return _finish(chart)

@@ -1,0 +1,91 @@
+"""Spec to SVG through vl-convert, cached by spec hash and versions; the offline Vega bundle."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+# altair 6.3 builds specs against schema v6.4.1; vl-convert 1.9 bundles Vega-Lite 6.4, so
+# conversion and the interactive bundle use the same version the specs were written for.
+VEGALITE_VERSION = "6.4"
+
+
+# SVGs converted in this process, bounded: the disk cache holds the rest, and a site build
+# of many decisions must not keep every SVG in memory.
+_SVG_CACHE: dict[str, str] = {}
+SVG_MEMO_ENTRIES = 256
+
+
+def _spec_key(spec: dict) -> str:
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def to_svg(spec: dict) -> str:
+    """The spec as an SVG string, cached in memory and on disk by spec hash and versions.
+
+    vl-convert is the slow step (~0.5 s to start, 0.1-0.6 s a chart) and its output is stable
+    for the same spec, so re-rendering a packet whose data did not change converts nothing.
+    """
+    key = _spec_key(spec)
+    svg = _SVG_CACHE.get(key)
+    if svg is not None:
+        return svg
+    cached = _cache_dir() / "svg" / f"{key}.svg"
+    try:
+        svg = cached.read_text(encoding="utf-8")
+    except OSError:
+        import vl_convert
+
+        # Serial on purpose (see the engineering notes: threads crash V8, forks hang), and
+        # no base URL is allowed so an external data reference fails instead of drawing empty.
+        svg = vl_convert.vegalite_to_svg(spec, vl_version=VEGALITE_VERSION, allowed_base_urls=[])
+        _write_cache(cached, svg)
+    if len(_SVG_CACHE) >= SVG_MEMO_ENTRIES:
+        _SVG_CACHE.pop(next(iter(_SVG_CACHE)))
+    _SVG_CACHE[key] = svg
+    return svg
+
+
+def _cache_dir() -> Path:
+    """The user's cache folder for reviewkit, per vl-convert and Vega-Lite version."""
+    import os
+
+    import vl_convert
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    version = getattr(vl_convert, "__version__", "unknown")
+    return root / "reviewkit" / f"vlc{version}-vl{VEGALITE_VERSION}"
+
+
+def _write_cache(path: Path, text: str) -> None:
+    """Write atomically; a read-only home still renders, just without the cache."""
+    import os
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+@functools.cache
+def javascript_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one classic script defining window.vegaEmbed.
+
+    Bundling takes ~1.4 s and depends only on the versions, so it is cached on disk too.
+    """
+    import vl_convert
+
+    cached = _cache_dir() / "vega-bundle.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_VERSION)
+    _write_cache(cached, bundle)
+    return bundle
