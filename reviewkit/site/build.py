@@ -18,12 +18,8 @@ from pathlib import Path
 from reviewkit import __version__
 from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.hashing import sha256_file
-from reviewkit.render.packet import (
-    _environment_jinja,
-    _swap_into_place,
-    render_into,
-    write_shared_assets,
-)
+from reviewkit.render.packet.html import jinja_environment
+from reviewkit.render.packet.write import render_into, swap_into_place, write_shared_assets
 
 MANIFEST = ".reviewkit-site.json"
 MANIFEST_VERSION = 1
@@ -315,7 +311,7 @@ def build_site(
         _write_pages(tmp, results, folders, rubric, charts)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         os.chmod(tmp, 0o755)
-        _swap_into_place(tmp, out_dir)
+        swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -338,7 +334,7 @@ def _write_pages(
     from reviewkit.review.checks import CHECKS
     from reviewkit.review.rubric import load_rubric
 
-    env = _environment_jinja()
+    env = jinja_environment()
     rubric_doc = load_rubric(rubric, CHECKS)
     decisions = sorted(
         (r for r in results if r.status != "failed"),

@@ -33,7 +33,8 @@ from reviewkit.analysis.platforms import (
 from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle.run import load_run, write_run
 from reviewkit.render import charts
-from reviewkit.render.packet import _trade_rows, build_model, write_packet
+from reviewkit.render.packet import build_model, write_packet
+from reviewkit.render.packet.figures import trade_rows
 from reviewkit.review.gate import run_check
 from reviewkit.review.reviewfile import SlaTarget
 from reviewkit.suite import ceilings
@@ -196,7 +197,7 @@ def test_perf_per_watt_only_where_energy_was_measured(cross):
 
 def test_trade_view_energy_is_the_model_joules_per_call(cross):
     report, model, _ = cross
-    rows = {r["candidate"]: r for r in _trade_rows(report)}
+    rows = {r["candidate"]: r for r in trade_rows(report)}
     # Candidate 1's model: 300 W x 4 ms = 1.2 J per call. Candidate 2 metered nothing.
     assert rows["candidate 1"]["energy_j_per_call"] == pytest.approx(1.2)
     assert rows["candidate 2"]["energy_j_per_call"] is None
@@ -208,7 +209,7 @@ def test_trade_view_energy_is_the_model_joules_per_call(cross):
 
 def test_trade_view_across_devices_trades_the_baseline_too(cross):
     report, model, _ = cross
-    rows = _trade_rows(report, with_baseline=True)
+    rows = trade_rows(report, with_baseline=True)
     labels = [r["candidate"] for r in rows]
     # The CPU baseline is a platform of the shortlist; each label names its device.
     assert labels[0].startswith("baseline · ") and len(labels) == 3

@@ -209,7 +209,7 @@ def test_failed_render_keeps_the_previous_packet(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise PacketError("PDF rendering failed: simulated")
 
-    monkeypatch.setattr("reviewkit.render.packet._write_pdf", broken)
+    monkeypatch.setattr("reviewkit.render.packet.write.write_pdf", broken)
     with pytest.raises(PacketError):
         write_packet(review, out)
     assert (out / "packet.html").read_bytes() == before
@@ -218,14 +218,14 @@ def test_failed_render_keeps_the_previous_packet(tmp_path, monkeypatch):
 
 
 def test_weasyprint_warnings_fail_the_render(tmp_path):
-    from reviewkit.render.packet import _write_pdf
+    from reviewkit.render.packet.pdf import write_pdf
     from reviewkit.review.gate import run_check
 
     review = write_review(tmp_path / "review", complete_review())
     report = run_check(review)
     html = '<html><body><p style="overflow-x: auto">x</p></body></html>'
     with pytest.raises(PacketError, match="overflow-x"):
-        _write_pdf(html, tmp_path, report, tmp_path / "x.pdf")
+        write_pdf(html, tmp_path, report, tmp_path / "x.pdf")
 
 
 def test_cli_packet_refuses_the_review_folder_and_reports_json(tmp_path):

@@ -1,0 +1,52 @@
+"""Shared pieces of the packet: its error, schema version, run labels, milliseconds, slices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from reviewkit.common.errors import ReviewkitError
+
+PACKET_SCHEMA_VERSION = 1
+
+
+# The PDF keeps the tables a meeting reads; the full per-workload data travels as the
+# embedded run.json files (WeasyPrint takes ~8 s for a 2,000-row table).
+PDF_MAX_WORKLOAD_ROWS = 120
+
+
+LATENCY_CHART_WORKLOADS = 12
+
+
+Progress = Callable[[str], None]
+
+
+class PacketError(ReviewkitError):
+    """The packet could not be rendered (a template, chart or PDF step failed)."""
+
+
+def run_label(i: int, n: int) -> str:
+    return "candidate" if n == 1 else f"candidate {i + 1}"
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def run_file(path: Path) -> Path:
+    return path / "run.json" if path.is_dir() else path
+
+
+def slice_name(w: dict) -> str:
+    from reviewkit.analysis.compare import slice_key
+
+    return slice_key(w)
+
+
+def number_or_none(x: object) -> float | int | None:
+    """A finite number read from a file, else None (JSON from disk may hold NaN or a string)."""
+    import math
+
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return x if math.isfinite(x) else None

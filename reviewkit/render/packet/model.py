@@ -1,0 +1,369 @@
+"""The packet's view model: every section's values gathered once from the gate's report."""
+
+from __future__ import annotations
+
+import json
+
+from reviewkit import __version__
+from reviewkit.analysis.platforms import MEASURED, PlatformMatrix, build_matrix
+from reviewkit.common.hashing import sha256_file
+from reviewkit.render.packet.figures import draw_charts
+from reviewkit.render.packet.fit import fit_input
+from reviewkit.render.packet.html import generated_stamp
+from reviewkit.render.packet.labels import (
+    PACKET_SCHEMA_VERSION,
+    PDF_MAX_WORKLOAD_ROWS,
+    ms,
+    run_file,
+    run_label,
+)
+from reviewkit.render.packet.markdown import markdown_html
+from reviewkit.review.checks import STATUS_ORDER
+from reviewkit.review.gate import Report
+
+
+def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
+    by_id = {w["id"]: w for w in cand["workloads"]}
+    base_by_id = {w["id"]: w for w in baseline["workloads"]}
+    rows = []
+    for c in comparison.workloads:
+        cw, bw = by_id.get(c.candidate_id, {}), base_by_id.get(c.baseline_id, {})
+        bs, cs = bw.get("stats") or {}, cw.get("stats") or {}
+        rows.append(
+            {
+                "key": c.key,
+                "layer_type": c.layer_type,
+                "candidate_id": c.candidate_id,
+                "baseline_id": c.baseline_id,
+                "baseline_p50_ms": ms(bs.get("p50_s")),
+                "candidate_p50_ms": ms(cs.get("p50_s")),
+                "baseline_p95_ms": ms(bs.get("p95_s")),
+                "candidate_p95_ms": ms(cs.get("p95_s")),
+                "baseline_p99_ms": ms(bs.get("p99_s")),
+                "candidate_p99_ms": ms(cs.get("p99_s")),
+                "median_ratio": c.median_ratio,
+                "median_ratio_ci": c.median_ratio_ci,
+                "p99_ratio": c.p99_ratio,
+                "p99_ratio_ci": c.p99_ratio_ci,
+                "verdict": c.verdict,
+                "p99_verdict": c.p99_verdict,
+                "reason": c.reason,
+                "baseline_mfu": c.mfu_baseline,
+                "candidate_mfu": c.mfu_candidate,
+                "memory_stall_delta": c.memory_stall_delta,
+                "baseline_bottleneck": c.bottleneck_baseline,
+                "candidate_bottleneck": c.bottleneck_candidate,
+                "flags": cw.get("flags") or [],
+                "reproduce": cw.get("reproduce", ""),
+            }
+        )
+    return rows
+
+
+def _layer_rows(label: str, doc: dict) -> list[dict]:
+    by_dtype = doc.get("layer_types_by_dtype") or {}
+    rows = []
+    for dtype in sorted(by_dtype):
+        for layer_type, a in by_dtype[dtype].items():
+            rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a})
+    return rows
+
+
+def _headline(report: Report) -> dict:
+    """The one primary metric trend: the end-to-end model's latency if measured, else the
+    layer type with the largest time share."""
+    comp = report.comparisons[0]
+    cand = report.review.candidates[0]
+    models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
+    answer = report.review.answers.get("primary-metric")
+    out = {"answer": answer.answer if answer else "", "candidate_run": report.review.relative(cand)}
+    if models:
+        w = models[0]
+        out.update(
+            kind="workload",
+            label=f"median latency of {w.key}",
+            ratio=w.median_ratio,
+            ci=w.median_ratio_ci,
+            verdict=w.verdict,
+            p99_ratio=w.p99_ratio,
+        )
+    elif comp.layer_types:
+        layer = max(comp.layer_types, key=lambda x: x.workloads)
+        out.update(
+            kind="layer",
+            label=f"summed median time of {layer.layer_type}",
+            ratio=layer.time_ratio,
+            ci=layer.time_ratio_ci,
+            verdict=layer.verdict,
+            p99_ratio=None,
+        )
+    return out
+
+
+def _slices(report: Report) -> list[dict]:
+    """The reproducible workload slices the claim cites: model, SLA and disproof workloads."""
+    import fnmatch
+
+    globs = ["model.*"] + [t.workload for t in report.review.sla_targets]
+    globs += [d.workload for d in report.review.disproof if d.workload]
+    out, seen = [], set()
+    for i, (path, cand) in enumerate(report.review_candidates):
+        comp = report.comparisons[i]
+        changed = {k.knob: k.candidate for k in comp.knob_changes}
+        for w in cand["workloads"]:
+            key = w["id"]
+            if key in seen or not any(fnmatch.fnmatchcase(key, g) for g in globs):
+                continue
+            seen.add(key)
+            out.append(
+                {
+                    "run": report.review.relative(path),
+                    "workload": key,
+                    "suite_hash": cand["suite"].get("hash"),
+                    "knobs": changed,
+                    "reproduce": w.get("reproduce", ""),
+                }
+            )
+    return out
+
+
+def _artifacts(report: Report) -> list[dict]:
+    r = report.review
+    files = [("review file", r.path), ("baseline run", run_file(r.baseline))]
+    files += [
+        (f"{run_label(i, len(r.candidates))} run", run_file(p))
+        for i, p in enumerate(r.candidates)
+    ]
+    for kind in sorted(r.evidence):
+        files += [(f"evidence: {kind}", p) for p in r.evidence[kind]]
+    for item_id in sorted(r.answers):
+        a = r.answers[item_id]
+        if a.evidence_path is not None and a.evidence_path.is_file():
+            files.append((f"answer evidence: {item_id}", a.evidence_path))
+    out, seen = [], set()
+    for label, path in files:
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        out.append(
+            {
+                "label": label,
+                "path": r.relative(path),
+                "bytes": path.stat().st_size,
+                "sha256": sha256_file(path),
+            }
+        )
+    return out
+
+
+def _environment(label: str, doc: dict) -> dict:
+    env, knobs = doc.get("environment", {}), doc.get("knobs", {})
+    keys = (
+        "host",
+        "os",
+        "cpu_model",
+        "cpu_logical_cores",
+        "python",
+        "torch_version",
+        "blas",
+        "mkl",
+        "onednn",
+        "cpu_capability",
+        "cuda",
+        "cudnn",
+        "device_name",
+        "driver",
+        "git_commit",
+    )
+    return {
+        "run": label,
+        "facts": [(k, str(env[k])) for k in keys if env.get(k) not in (None, "")],
+        "knobs": [
+            (k, json.dumps(v) if isinstance(v, list | dict) else str(v)) for k, v in knobs.items()
+        ],
+        "suite": doc.get("suite", {}),
+        "profile": doc.get("profile"),
+        "complete": doc.get("complete"),
+        "command": doc.get("command"),
+    }
+
+
+def build_model(report: Report) -> dict:
+    """Every value the templates show, JSON-serialisable and in a stable order."""
+    from reviewkit.render import charts
+
+    r = report.review
+    n = len(r.candidates)
+    base = report.baseline
+    runs = [("baseline", base)] + [
+        (run_label(i, n), d) for i, (_, d) in enumerate(report.review_candidates)
+    ]
+    findings = [f.to_json() for f in report.findings]
+    red_flags = [f.to_json() for f in report.red_flags]
+    workload_rows = [
+        {"candidate": run_label(i, n), "rows": _workload_rows(base, d, report.comparisons[i])}
+        for i, (_, d) in enumerate(report.review_candidates)
+    ]
+    layer_rows = [row for label, doc in runs for row in _layer_rows(label, doc)]
+    bottlenecks = []
+    for i, comp in enumerate(report.comparisons):
+        for layer in comp.layer_types:
+            bottlenecks.append(
+                {
+                    "candidate": run_label(i, n),
+                    "layer_type": layer.layer_type,
+                    "baseline": layer.bottleneck_baseline,
+                    "candidate_class": layer.bottleneck_candidate,
+                    "mfu_baseline": layer.mfu_baseline,
+                    "mfu_candidate": layer.mfu_candidate,
+                    "stall_baseline": layer.memory_stall_baseline,
+                    "stall_candidate": layer.memory_stall_candidate,
+                    "time_ratio": layer.time_ratio,
+                    "time_ratio_ci": layer.time_ratio_ci,
+                    "verdict": layer.verdict,
+                }
+            )
+    bottleneck_finding = next((f for f in findings if f["check"] == "bottleneck-per-layer"), None)
+    manual = [f for f in findings if f["check"] == "manual"]
+    questions = []
+    for f in sorted(manual, key=lambda f: f["id"] != "senior-question"):
+        a = r.answers.get(f["id"])
+        questions.append(
+            {
+                "id": f["id"],
+                "title": f["title"],
+                "question": f["question"],
+                "status": f["status"],
+                "answer": a.answer if a else "",
+                "evidence": a.evidence if a else "",
+            }
+        )
+    model = {
+        "schema_version": PACKET_SCHEMA_VERSION,
+        "kind": "reviewkit.packet",
+        "generator": f"reviewkit {__version__}",
+        "generated": generated_stamp(),
+        "title": r.title,
+        "summary_html": markdown_html(r.summary),
+        "decision": {k: str(v) for k, v in sorted(r.decision.items())},
+        "owner": {"name": r.owner_name, "team": r.owner_team},
+        "reviewers": list(r.reviewers),
+        "rubric": {"name": report.rubric.name, "version": report.rubric.version},
+        "gate": {
+            "verdict": report.verdict,
+            "blocking": [f.item.id for f in report.findings if f.blocks],
+            "red_flags": len(red_flags),
+            "counts": {
+                s: sum(f["status"] == s for f in findings)
+                for s in sorted(STATUS_ORDER, key=STATUS_ORDER.get)
+            },
+        },
+        "headline": _headline(report),
+        "runs": {
+            "baseline": r.relative(r.baseline),
+            "candidates": [r.relative(p) for p in r.candidates],
+        },
+        "slices": _slices(report),
+        "knob_diffs": [
+            {
+                "candidate": run_label(i, n),
+                "changes": [
+                    {
+                        "knob": k.knob,
+                        "baseline": json.dumps(k.baseline),
+                        "candidate": json.dumps(k.candidate),
+                    }
+                    for k in c.knob_changes
+                ],
+                "paired_by": c.paired_by,
+                "warnings": list(c.warnings),
+            }
+            for i, c in enumerate(report.comparisons)
+        ],
+        "bottlenecks": bottlenecks,
+        "bottleneck_evidence": bottleneck_finding["evidence"] if bottleneck_finding else [],
+        "layers": layer_rows,
+        "workloads": workload_rows,
+        "pdf_max_workload_rows": PDF_MAX_WORKLOAD_ROWS,
+        "red_flags": red_flags,
+        "findings": findings,
+        "sla": {
+            "load": r.sla_load,
+            "targets": [
+                {
+                    "workload": t.workload,
+                    "p99_ms": ms(t.p99_s),
+                    "min_throughput_per_s": t.min_throughput_per_s,
+                    "note": t.note,
+                }
+                for t in r.sla_targets
+            ],
+        },
+        "risks": [
+            {
+                "description": k.description,
+                "level": k.level,
+                "likelihood": k.likelihood,
+                "owner": k.owner,
+                "mitigation": k.mitigation,
+            }
+            for k in r.risks
+        ],
+        "rollback": {
+            k: r.rollback.get(k, "") for k in ("boundary", "trigger", "procedure", "fallback")
+        },
+        "disproof": list(report.disproof),
+        "questions": questions,
+        "environment": [_environment(label, doc) for label, doc in runs],
+        "artifacts": _artifacts(report),
+        "warnings": list(report.warnings),
+    }
+    matrix = build_matrix(runs, r.sla_targets)
+    model["platforms"] = _platforms_model(matrix)
+    model["charts"] = draw_charts(report, runs, layer_rows, workload_rows, charts)
+    model["production_fit"], fit_specs = fit_input(report, charts)
+    model["charts"].update(fit_specs)
+    if matrix.multi_device:  # with one device the section says so: no empty chart
+        model["charts"]["platform_matrix"] = charts.platform_matrix(
+            model["platforms"]["cells"], [p.label for p in matrix.platforms]
+        )
+    return model
+
+
+def _platforms_model(matrix: PlatformMatrix) -> dict:
+    """The matrix as the packet shows it: every cell with its platform's device facts beside it,
+    and the line said instead of a chart when every run is on one device."""
+    by_label = {p.label: p for p in matrix.platforms}
+    cells = []
+    for c in matrix.cells:
+        p = by_label[c.platform]
+        cells.append(
+            {
+                **c.to_json(),
+                "device_name": p.device_name,
+                "dtype": p.dtype,
+                "peak_source": p.peak_source,
+                "p99_ms": ms(c.p99_s),
+                "sla_p99_ms": ms(c.sla_p99_s),
+            }
+        )
+    platforms = []
+    for p in matrix.platforms:
+        measured = [c for c in matrix.cells if c.platform == p.label and c.status == MEASURED]
+        metered = [c for c in measured if c.flops_per_joule is not None]
+        missing = next((c.energy_reason for c in measured if c.flops_per_joule is None), "")
+        if metered:
+            energy = f"metered for {len(metered)} of {len(measured)} measured workload(s)"
+            energy += f"; not for the others: {missing}" if missing else ""
+        else:  # one reason for the platform instead of the same one on every row
+            energy = f"not measured: {missing or 'no measured workload'}"
+        platforms.append({**p.to_json(), "energy": energy})
+    note = ""
+    if not matrix.multi_device:
+        device = matrix.devices[0] if matrix.devices else "one device"
+        note = (
+            f"All runs are on one device, {device}: the comparison above is the platform view. "
+            "A workloads x platforms matrix is drawn when the review names runs from two or "
+            "more devices (another machine, or CPU beside GPU)."
+        )
+    return {**matrix.to_json(), "platforms": platforms, "cells": cells, "note": note}

@@ -1,0 +1,149 @@
+"""Writing a packet: render into a temporary folder beside the target, then swap it in."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewkit.common.errors import InputError
+from reviewkit.render.packet.html import SCRIPTS, STYLESHEETS, TEMPLATES, VEGA_BUNDLE, render_html
+from reviewkit.render.packet.labels import Progress
+from reviewkit.render.packet.model import build_model
+from reviewkit.render.packet.pdf import write_pdf
+from reviewkit.review.gate import Report, run_check
+
+
+@dataclass(frozen=True)
+class PacketResult:
+    out_dir: Path
+    html: Path
+    json: Path
+    pdf: Path | None
+    timings_s: dict
+
+    def to_json(self) -> dict:
+        return {
+            "out": str(self.out_dir),
+            "html": str(self.html),
+            "json": str(self.json),
+            "pdf": str(self.pdf) if self.pdf else None,
+            "timings_s": self.timings_s,
+        }
+
+
+def write_shared_assets(assets: Path) -> None:
+    """Stylesheets, the page script and the Vega bundle: one copy per packet or per site."""
+    from reviewkit.render import charts
+
+    assets.mkdir(parents=True, exist_ok=True)
+    for name in STYLESHEETS + SCRIPTS:
+        shutil.copyfile(TEMPLATES / name, assets / name)
+    (assets / VEGA_BUNDLE).write_text(charts.javascript_bundle(), encoding="utf-8")
+
+
+def render_into(
+    report: Report,
+    folder: Path,
+    pdf: bool = True,
+    asset_base: str = "assets/",
+    nav: dict | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict, dict]:
+    """Render a checked review's packet into an existing folder; return (model, timings).
+
+    Shared assets are not written here (see write_shared_assets): a site keeps one copy.
+    """
+    from reviewkit.render import charts
+
+    say = progress or (lambda _msg: None)
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    say("building the packet model")
+    model = build_model(report)
+    timings["model_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("converting charts to SVG")
+    svgs = {name: charts.to_svg(spec) for name, spec in model["charts"].items()}
+    timings["charts_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("rendering HTML")
+    screen = render_html(model, svgs, "screen", asset_base, nav)
+    printed = render_html(model, svgs, "print", asset_base, nav) if pdf else None
+    timings["html_s"] = time.perf_counter() - t
+    chart_dir = folder / "assets" / "charts"
+    chart_dir.mkdir(parents=True, exist_ok=True)
+    for name, spec in model["charts"].items():
+        (chart_dir / f"{name}.vl.json").write_text(
+            json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        (chart_dir / f"{name}.svg").write_text(svgs[name], encoding="utf-8")
+    (folder / "packet.html").write_text(screen, encoding="utf-8")
+    (folder / "packet.json").write_text(
+        json.dumps(model, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    if printed is not None:
+        t = time.perf_counter()
+        say("rendering PDF")
+        write_pdf(printed, folder, report, folder / "packet.pdf")
+        timings["pdf_s"] = time.perf_counter() - t
+    return model, timings
+
+
+def write_packet(
+    review_path: Path | str,
+    out_dir: Path | str,
+    rubric: Path | str | None = None,
+    allow_outside: bool = False,
+    pdf: bool = True,
+    progress: Progress | None = None,
+) -> PacketResult:
+    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
+    say = progress or (lambda _msg: None)
+    out_dir = Path(out_dir)
+    t0 = time.perf_counter()
+    say("checking the review")
+    report = run_check(review_path, rubric, allow_outside=allow_outside)
+    review_dir = report.review.folder
+    if out_dir.resolve() == review_dir or review_dir.is_relative_to(out_dir.resolve()):
+        raise InputError(f"--out {out_dir}: would replace the review's own folder; pick another")
+    check_s = time.perf_counter() - t0
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        write_shared_assets(tmp / "assets")
+        _, timings = render_into(report, tmp, pdf=pdf, progress=say)
+        os.chmod(tmp, 0o755)
+        swap_into_place(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    timings = {"check_s": check_s, **timings, "total_s": time.perf_counter() - t0}
+    return PacketResult(
+        out_dir,
+        out_dir / "packet.html",
+        out_dir / "packet.json",
+        out_dir / "packet.pdf" if pdf else None,
+        {k: round(v, 3) for k, v in timings.items()},
+    )
+
+
+def swap_into_place(tmp: Path, out_dir: Path) -> None:
+    """Replace DIR by the new folder; the old one is removed only once the new one is in place."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    if not out_dir.exists():
+        os.replace(tmp, out_dir)
+        return
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    os.replace(out_dir, old)
+    try:
+        os.replace(tmp, out_dir)
+    except BaseException:
+        os.replace(old, out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
