@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.roofline import energy_reason
+from reviewkit.analysis.sla import Target, calls_per_s, judge, matching_targets
 
 MEASURED, NOT_MEASURED = "measured", "not measured"
 SLA_MET, SLA_MISSED, NO_TARGET = "met", "missed", "no target"
@@ -25,14 +24,6 @@ LABEL_KNOBS = 2  # at most this many distinguishing knobs in a label; more would
 # the operators below explain them. Layer types not listed follow, alphabetically.
 ROW_ORDER = ("model", "block", "gemm", "attention", "conv", "norm", "softmax", "elementwise",
              "embedding", "reduction", "data-movement", "collective")  # fmt: skip
-
-
-class Target(Protocol):
-    """What the matrix reads of an SLA target (reviewkit.review.reviewfile.SlaTarget has it)."""
-
-    workload: str
-    p99_s: float | None
-    min_throughput_per_s: float | None
 
 
 @dataclass(frozen=True)
@@ -204,12 +195,6 @@ def _platforms(runs: Sequence[tuple[str, dict]]) -> list[tuple[Platform, dict]]:
 # --- cells -------------------------------------------------------------------------------------
 
 
-def matching_targets(targets: Iterable[Target], workload_id: str, key: str) -> list[Target]:
-    """Targets whose glob matches the workload's id or its slice key (as the packet's sweeps)."""
-    return [t for t in targets if fnmatch.fnmatchcase(workload_id, t.workload)
-            or fnmatch.fnmatchcase(key, t.workload)]  # fmt: skip
-
-
 def judge_sla(
     targets: Sequence[Target], p99_s: float, throughput_calls_per_s: float
 ) -> tuple[str, str]:
@@ -221,14 +206,15 @@ def judge_sla(
         return NO_TARGET, ""
     misses, meets = [], []
     for t in judged:
-        if t.p99_s is not None:
-            ok = p99_s <= t.p99_s
+        judgement = judge(t, p99_s, throughput_calls_per_s)
+        if judgement.p99_ok is not None:
+            ok = judgement.p99_ok
             (meets if ok else misses).append(
                 f"p99 {p99_s * 1e3:.4g} ms {'<=' if ok else '>'} {t.p99_s * 1e3:.4g} ms "
                 f"({t.workload})"
             )
-        if t.min_throughput_per_s is not None:
-            ok = throughput_calls_per_s >= t.min_throughput_per_s
+        if judgement.throughput_ok is not None:
+            ok = judgement.throughput_ok
             (meets if ok else misses).append(
                 f"{throughput_calls_per_s:.4g} calls/s {'>=' if ok else '<'} "
                 f"{t.min_throughput_per_s:.4g}/s ({t.workload})"
@@ -265,7 +251,7 @@ def _cell(
             flops_per_joule=None, avg_watts=None, joules_per_call=None, energy_confidence="",
             energy_reason=why,
         )  # fmt: skip
-    rate = 1 / stats["mean_s"]
+    rate = calls_per_s(stats)
     verdict, why = judge_sla(matched, stats["p99_s"], rate)
     mfu = w.get("mfu")
     mfu_reason = "" if mfu is not None else (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +57,39 @@ class Rubric:
         return next((i for i in self.items if i.id == item_id), None)
 
 
+# A param's kind (as a check declares it) -> the TOML values that are of it.
+_PARAM_KINDS = {
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "list": lambda v: isinstance(v, list),
+    "table": lambda v: isinstance(v, dict),
+}
+
+
+def _check_params(label: str, raw: dict, known_checks: Iterable[str]) -> None:
+    """The thresholds a check reads live only in the rubric: each one it declares must be there,
+    of its kind. `known_checks` maps a check's name to the function (see checks.check)."""
+    if not isinstance(known_checks, Mapping) or raw["check"] not in known_checks:
+        return
+    required = getattr(known_checks[raw["check"]], "required_params", {})
+    params = raw.get("params", {})
+    for key, kind in required.items():
+        a_kind = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        if key not in params:
+            raise InputError(
+                f"{label}: check {raw['check']!r} needs params.{key} ({a_kind}); add it to the "
+                f"item's params, as rubrics/default.toml does"
+            )
+        if not _PARAM_KINDS[kind](params[key]):
+            raise InputError(
+                f"{label}: params.{key} must be {a_kind}, got {type(params[key]).__name__}"
+            )
+
+
 def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
-    """Read a rubric; refuse unknown checks, duplicate ids and bad severities, naming the item."""
+    """Read a rubric; refuse unknown checks, duplicate ids, bad severities and missing or
+    mistyped thresholds, naming the item."""
     path = Path(path) if path is not None else DEFAULT_RUBRIC
     doc = read_toml(path)
     known = sorted(set(known_checks) | {MANUAL})
@@ -109,6 +140,7 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
                     f"{label}: unknown check {raw['check']!r}{hint}; known checks: "
                     f"{', '.join(known)}"
                 )
+            _check_params(label, raw, known_checks)
             items.append(RubricItem(section=sid, **raw))
     if not items:
         raise InputError(f"{where}: the rubric has no items")

@@ -267,3 +267,24 @@ def test_team_rubric(tmp_path):
 def test_tail_samples_construction_is_what_the_flag_needs():
     assert sum(TAIL) / len(TAIL) == pytest.approx(4.44e-3)
     assert len(samples(1.0)) == 200
+
+
+def test_an_sla_target_named_by_shape_holds_every_dtype_in_the_gate_and_the_packet(tmp_path):
+    """One matcher for gate and packet: a target naming the shape without its dtype
+    (`model.toy-decoder.b1s256`) holds the candidate's bf16 workload on both sides. The gate
+    used to match the id only and failed such a target as matching nothing."""
+    from reviewkit.render.packet.evidence import sweep_input
+
+    review = complete_review()
+    review["sla"]["targets"][0]["workload"] = "model.toy-decoder.b1s256"
+    report = run_check(write_review(tmp_path / "swept", review))
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    assert sla.status == "pass", sla.summary
+    assert sla.evidence[0].path == "evidence/sweep.json"  # judged on the sweep, under load
+    panels, _ = sweep_input(report)
+    assert [p["sla_source"] for p in panels] == ["review target model.toy-decoder.b1s256"]
+    assert [p["sla_p99_s"] for p in panels] == [0.5]
+    # Per call on the run (no sweep cited), the same target still finds the workload.
+    report = run_check(write_review(tmp_path / "per-call", _drop(review, "evidence", "sweep")))
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    assert sla.status == "pass" and sla.evidence[0].value == "model.toy-decoder.b1s256.bf16"

@@ -252,3 +252,36 @@ def test_check_never_crashes_on_random_values(folder, changes, nested):
         run_check(path)
     except ReviewkitError as exc:
         assert str(exc).startswith(str(path)), exc
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        # a threshold left out: the check has no fallback, so the loader names what is missing
+        ("params = { slow_path_mfu = 0.1 }\n", "",
+         "item 'stack-maturity': check 'stack-maturity' needs params.slow_path_mfu (a number)"),
+        ("min_coverage = 0.5, ", "",
+         "needs params.min_coverage (a number)"),
+        # a threshold of the wrong kind: a quoted number, a bool where a number goes
+        ("slow_path_mfu = 0.1", 'slow_path_mfu = "0.1"', "params.slow_path_mfu must be a number"),
+        ("min_levels = 2", "min_levels = 2.5", "params.min_levels must be an integer"),
+        ("require_throttling_evidence = true", "require_throttling_evidence = 1",
+         "params.require_throttling_evidence must be a boolean"),
+    ],
+)  # fmt: skip
+def test_thresholds_live_only_in_the_rubric(tmp_path, old, new, needle):
+    text = DEFAULT_RUBRIC.read_text()
+    assert old in text
+    path = tmp_path / "team.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InputError) as info:
+        load_rubric(path, CHECKS)
+    assert needle in str(info.value) and str(path) in str(info.value)
+
+
+def test_every_threshold_a_check_declares_is_in_the_default_rubric():
+    """The default rubric satisfies every check it names (else `check` would refuse it)."""
+    rubric = load_rubric(DEFAULT_RUBRIC, CHECKS)
+    for item in rubric.items:
+        if item.check in CHECKS:
+            assert set(CHECKS[item.check].required_params) <= set(item.params), item.id

@@ -10,10 +10,8 @@ from reviewkit.evidence.trace.layermap import COMPOSITE_LAYER_TYPES
 
 UNMAPPED = "unmapped"
 CHECK = "production-shape-evidence"  # the rubric check that scores the fit
-# The check's defaults when its rubric item sets no params; the rubric's own values (and why)
-# are in rubrics/default.toml. The packet scores with whatever the gate scored with.
-DEFAULT_MIN_COVERAGE = 0.5
-DEFAULT_SHAPE_RANGE_FACTOR = 4.0
+# Its thresholds (min_coverage, shape_range_factor) live only in the rubric item, with the
+# reasons beside them in rubrics/default.toml; the gate and the packet both read them there.
 # A trace summary's numbers drive arithmetic: a damaged one may fail in any of these ways, and
 # becomes a "not used" reason instead of a crash.
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)

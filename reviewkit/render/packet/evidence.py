@@ -51,14 +51,10 @@ def _sla_target(
     """(p99 s, where it comes from, minimum throughput /s) a swept workload is held to: the
     review's target (one for the server scenario first: the curve is the server's), else the
     sweep's own --sla-p99-s."""
-    import fnmatch
+    from reviewkit.analysis.sla import matching_targets
 
     key = slice_name({"id": workload_id, "dtype": workload_id.rsplit(".", 1)[-1]})
-    matching = [
-        t
-        for t in report.review.sla_targets
-        if fnmatch.fnmatchcase(workload_id, t.workload) or fnmatch.fnmatchcase(key, t.workload)
-    ]
+    matching = matching_targets(report.review.sla_targets, workload_id, key)
     matching.sort(key=lambda t: getattr(t, "scenario", "server") != "server")
     for t in matching:
         if t.p99_s is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.analysis.sla import calls_per_s
 from reviewkit.render.packet.evidence import (
     energy_input,
     quality_input,
@@ -172,7 +173,7 @@ def trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
         rows.append(
             {
                 "candidate": label,
-                "throughput_per_s": 1 / model["stats"]["mean_s"] if model else None,
+                "throughput_per_s": calls_per_s(model["stats"]) if model else None,
                 "latency_p99_s": model["stats"]["p99_s"] if model else None,
                 # joules over the metered window / calls in it; None (drawn "not available")
                 # where the run metered no energy for the model

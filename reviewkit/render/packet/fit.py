@@ -13,12 +13,6 @@ from reviewkit.review.gate import Report
 FIT_CHECK = fitmatrix.CHECK
 
 
-DEFAULT_MIN_COVERAGE = fitmatrix.DEFAULT_MIN_COVERAGE
-
-
-DEFAULT_SHAPE_RANGE_FACTOR = fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR
-
-
 TRACE_HOWTO = (
     "profile production with torch.profiler (record_shapes=True), run `reviewkit trace import "
     "TRACE --out evidence/` and cite evidence/trace_summary.json under "
@@ -47,20 +41,18 @@ DIMS_MAX_CHARS = 160  # a shape of hundreds of arguments is cut, not pasted whol
 MAX_QUALITY_EXAMPLES = 3  # trace.MAX_EXAMPLES: a summary keeps no more per rule
 
 
-def _fit_params(report: Report) -> tuple[float | None, float, list[str]]:
-    """(min_coverage, shape_range_factor, notes) of the rubric's production-shape item."""
+def _fit_params(report: Report) -> tuple[float | None, float | None, list[str]]:
+    """(min_coverage, shape_range_factor, notes) of the rubric's production-shape item: the
+    thresholds live only there (the rubric loader makes sure the item has both)."""
     item = next((i for i in report.rubric.items if i.check == FIT_CHECK), None)
     if item is None:
         why = (
-            f"the rubric has no `{FIT_CHECK}` item: shapes are matched within "
-            f"{DEFAULT_SHAPE_RANGE_FACTOR:g}x and no threshold is drawn"
+            f"the rubric has no `{FIT_CHECK}` item, which sets how near a suite workload's shape "
+            "must be (shape_range_factor) and the score to reach (min_coverage): the fit is not "
+            "scored"
         )
-        return None, DEFAULT_SHAPE_RANGE_FACTOR, [why]
-    return (
-        float(item.params.get("min_coverage", DEFAULT_MIN_COVERAGE)),
-        float(item.params.get("shape_range_factor", DEFAULT_SHAPE_RANGE_FACTOR)),
-        [],
-    )
+        return None, None, [why]
+    return float(item.params["min_coverage"]), float(item.params["shape_range_factor"]), []
 
 
 def _trace_provenance(source: str, t: dict) -> dict:
@@ -245,6 +237,10 @@ def fit_input(report: Report, charts) -> tuple[dict, dict]:
     }
     if not report.review.evidence.get("production_traces"):
         section["note"] = NO_TRACE
+        return section, {}
+    if factor is None:
+        section["note"] = notes[0][0].upper() + notes[0][1:] + "."
+        section["notes"] = []
         return section, {}
     traces, provenance, not_used = _usable_traces(report, factor)
     section["notes"] = not_used + notes

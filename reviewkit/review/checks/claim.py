@@ -6,7 +6,9 @@ from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.review.checks.registry import (
     FAIL,
+    LIST,
     MISSING,
+    NUMBER,
     PASS,
     STATUS_ORDER,
     WARN,
@@ -18,9 +20,9 @@ from reviewkit.review.checks.registry import (
 )
 
 
-@check("single-knob-change")
+@check("single-knob-change", params={"ignore": LIST})
 def single_knob_change(ctx: Context) -> CheckResult:
-    ignore = tuple(ctx.params.get("ignore", ()))
+    ignore = tuple(ctx.params["ignore"])
     worst, evidence, summaries = PASS, [], []
     for i, comp in enumerate(ctx.comparisons):
         changed = comp.mapping_knob_changes(ignore)
@@ -46,10 +48,10 @@ def single_knob_change(ctx: Context) -> CheckResult:
     return CheckResult(worst, "; ".join(summaries), tuple(evidence))
 
 
-@check("production-shape-evidence")
+@check("production-shape-evidence", params={"min_coverage": NUMBER, "shape_range_factor": NUMBER})
 def production_shape_evidence(ctx: Context) -> CheckResult:
-    min_coverage = float(ctx.params.get("min_coverage", fitmatrix.DEFAULT_MIN_COVERAGE))
-    factor = float(ctx.params.get("shape_range_factor", fitmatrix.DEFAULT_SHAPE_RANGE_FACTOR))
+    min_coverage = float(ctx.params["min_coverage"])
+    factor = float(ctx.params["shape_range_factor"])
     cited = ctx.review.evidence.get("production_traces", ())
     loaded = evidence_files.read_all(cited, evidence_files.TRACE)
     notes = [f"{ctx.review.relative(x.path)}: not used: {x.reason}" for x in loaded if not x.ok]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 
-from reviewkit.analysis.compare import SLOWER
+from reviewkit.analysis.compare import SLOWER, slice_key
+from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
 from reviewkit.review.checks.registry import (
+    BOOLEAN,
     FAIL,
     MISSING,
+    NUMBER,
     PASS,
     WARN,
     CheckResult,
@@ -30,7 +32,10 @@ def _unusable(loaded: list[evidence_files.Loaded], ctx: Context) -> str:
     return "; ".join(f"{ctx.review.relative(x.path)}: {x.reason}" for x in loaded if not x.ok)
 
 
-@check("long-window-stability")
+@check(
+    "long-window-stability",
+    params={"min_window_s": NUMBER, "require_throttling_evidence": BOOLEAN},
+)
 def long_window_stability(ctx: Context) -> CheckResult:
     files = ctx.review.evidence.get("long_window", ())
     if not files:
@@ -39,8 +44,8 @@ def long_window_stability(ctx: Context) -> CheckResult:
             "no long-window (thermal / soak) stability evidence for the "
             "candidate under [evidence].long_window",
         )
-    min_window_s = float(ctx.params.get("min_window_s", 60.0))
-    need_sensors = bool(ctx.params.get("require_throttling_evidence", True))
+    min_window_s = float(ctx.params["min_window_s"])
+    need_sensors = bool(ctx.params["require_throttling_evidence"])
     evidence = [ctx.artifact("long-window evidence", p) for p in files]
     loaded = evidence_files.read_all(files, evidence_files.SOAK)
     soaks = [x for x in loaded if x.ok]
@@ -148,6 +153,11 @@ def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, dict]], str]:
     return rows, _unusable(loaded, ctx)
 
 
+def _key_of_id(workload_id: str) -> str:
+    """A swept workload's slice key: its id without the trailing dtype (sweeps record the id)."""
+    return slice_key({"id": workload_id, "dtype": workload_id.rsplit(".", 1)[-1]})
+
+
 def _sla_phrase(t, offered: float | None, achieved: float | None) -> str:
     if t.p99_s is None:
         return f"highest valid load {achieved:.3g} queries/s" if achieved else "no valid level"
@@ -220,7 +230,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
         loaded = [
             (p, w)
             for p, w in swept
-            if fnmatch.fnmatchcase(w["id"], t.workload) and w["id"] in candidate_ids
+            if w["id"] in candidate_ids and matching_targets([t], w["id"], _key_of_id(w["id"]))
         ]
         if loaded:
             by_sweep += 1
@@ -231,7 +241,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
                     failures.append(f"{w['id']} ({t.scenario} on the sweep)")
             continue
         for i, (_, cand) in enumerate(ctx.candidates):
-            matched = [w for w in cand["workloads"] if fnmatch.fnmatchcase(w["id"], t.workload)]
+            matched = [w for w in cand["workloads"] if matching_targets([t], w["id"], slice_key(w))]
             if not matched:
                 unmatched.append(t.workload)
             for w in matched:
@@ -239,9 +249,8 @@ def sla_kpi(ctx: Context) -> CheckResult:
                 if not st:
                     failures.append(f"{w['id']} not measured ({w['status']})")
                     continue
-                throughput = 1 / st["mean_s"]
-                ok_p99 = t.p99_s is None or st["p99_s"] <= t.p99_s
-                ok_tp = t.min_throughput_per_s is None or throughput >= t.min_throughput_per_s
+                throughput = calls_per_s(st)
+                judgement = judge(t, st["p99_s"], throughput)
                 evidence.append(
                     Evidence(
                         "workload",
@@ -257,7 +266,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
                         reproduce=w["reproduce"],
                     )
                 )
-                if not (ok_p99 and ok_tp):
+                if not judgement.met:
                     failures.append(w["id"])
     load = f" at {ctx.review.sla_load}" if ctx.review.sla_load else ""
     notes = f" (cited sweep not used: {not_used})" if not_used else ""

@@ -6,7 +6,17 @@ import math
 from pathlib import Path
 
 from reviewkit.evidence import files as evidence_files
-from reviewkit.review.checks.registry import FAIL, PASS, WARN, CheckResult, Context, Evidence, check
+from reviewkit.review.checks.registry import (
+    FAIL,
+    NUMBER,
+    PASS,
+    TABLE,
+    WARN,
+    CheckResult,
+    Context,
+    Evidence,
+    check,
+)
 
 HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
 # Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
@@ -53,7 +63,10 @@ def _quality_rows(path: Path) -> list[dict] | None:
     return rows if isinstance(rows, list) else None
 
 
-@check("precision-quality")
+@check(
+    "precision-quality",
+    params={"tolerances": TABLE, "min_top1_agreement": NUMBER, "max_kl_divergence": NUMBER},
+)
 def precision_quality(ctx: Context) -> CheckResult:
     lowered = set()
     for _, cand in ctx.candidates:
@@ -68,9 +81,9 @@ def precision_quality(ctx: Context) -> CheckResult:
             f"precision is lowered ({', '.join(sorted(lowered))}) and no "
             "quality evidence is cited under [evidence].quality",
         )
-    tolerances = ctx.params.get("tolerances", {})
-    min_top1 = float(ctx.params.get("min_top1_agreement", 0.99))
-    max_kl = float(ctx.params.get("max_kl_divergence", 1e-3))
+    tolerances = ctx.params["tolerances"]
+    min_top1 = float(ctx.params["min_top1_agreement"])
+    max_kl = float(ctx.params["max_kl_divergence"])
     evidence = [ctx.artifact("quality evidence", p) for p in files]
     rows = [r for p in files for r in (_quality_rows(p) or [])]
     if not rows:

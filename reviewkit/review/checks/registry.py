@@ -78,8 +78,17 @@ Check = Callable[[Context], CheckResult]
 CHECKS: dict[str, Check] = {}
 
 
-def check(name: str) -> Callable[[Check], Check]:
+# The kinds a rubric param may be declared as: a number is an int or a float, never a bool.
+NUMBER, INTEGER, BOOLEAN, LIST, TABLE = "number", "integer", "boolean", "list", "table"
+
+
+def check(name: str, params: dict[str, str] | None = None) -> Callable[[Check], Check]:
+    """Register a check under its rubric name; `params` names the thresholds it reads from the
+    rubric item (and their kinds). They live only in the rubric: the loader refuses an item
+    that lacks one, so the check reads them without a fallback of its own."""
+
     def register(fn: Check) -> Check:
+        fn.required_params = dict(params or {})  # type: ignore[attr-defined]
         CHECKS[name] = fn
         return fn
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 
 from reviewkit.analysis.compare import FASTER, SLOWER, Comparison, WorkloadComparison
-from reviewkit.review.checks.registry import FAIL, PASS, CheckResult, Context, Evidence, check
+from reviewkit.review.checks.registry import (
+    FAIL,
+    INTEGER,
+    NUMBER,
+    PASS,
+    CheckResult,
+    Context,
+    Evidence,
+    check,
+)
 
 _SHAPE_PART = re.compile(r"^b\d+s\d+$")
 
@@ -46,10 +55,10 @@ def _portability(comp: Comparison, min_effect: float) -> tuple[list[str], list[s
     return broken, summaries
 
 
-@check("shape-coverage")
+@check("shape-coverage", params={"min_levels": INTEGER, "min_effect": NUMBER})
 def shape_coverage(ctx: Context) -> CheckResult:
-    min_levels = int(ctx.params.get("min_levels", 2))
-    min_effect = float(ctx.params.get("min_effect", 0.05))
+    min_levels = int(ctx.params["min_levels"])
+    min_effect = float(ctx.params["min_effect"])
     summaries, thin, broken, evidence = [], False, [], []
     for i, comp in enumerate(ctx.comparisons):
         seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}

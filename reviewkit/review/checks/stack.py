@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reviewkit.review.checks.registry import (
     FAIL,
+    NUMBER,
     PASS,
     WARN,
     CheckResult,
@@ -14,9 +15,9 @@ from reviewkit.review.checks.registry import (
 )
 
 
-@check("stack-maturity")
+@check("stack-maturity", params={"slow_path_mfu": NUMBER})
 def stack_maturity(ctx: Context) -> CheckResult:
-    slow_mfu = float(ctx.params.get("slow_path_mfu", 0.1))
+    slow_mfu = float(ctx.params["slow_path_mfu"])
     runs = [("baseline", ctx.baseline)] + [
         (f"candidate {i + 1}", c) for i, (_, c) in enumerate(ctx.candidates)
     ]

@@ -1,0 +1,198 @@
+"""Commands that write evidence a review cites: quality, sweep, soak, trace import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from reviewkit.cli.shared import _dtypes, _progress, _save_evidence, _user_errors
+from reviewkit.common.errors import UsageError
+from reviewkit.suite import workloads as suite
+
+
+@_user_errors
+def quality(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    dtype: str = typer.Option("bf16,fp16,int8", help="lower precisions to check, comma-separated"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    out: Path = typer.Option(Path("quality.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Quality drift of every workload in lower precision against a float64 reference."""
+
+    from reviewkit.measure.quality import measure_quality
+
+    with _progress("quality") as on_progress:
+        doc = measure_quality(
+            profile,
+            device,
+            _dtypes(dtype),
+            only,
+            on_progress,
+        )
+    if _save_evidence(doc, out, as_json):
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Relative error against float64 ({out})", title_justify="left")
+    for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
+        table.add_column(col)
+    for r in doc["results"]:
+        table.add_row(
+            r["id"],
+            r["dtype"],
+            r["status"],
+            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:40],
+            f"{r['max_abs_error']:.2e}" if "max_abs_error" in r else "",
+            f"{r['top1_agreement']:.3f}" if "top1_agreement" in r else "",
+            f"{r['kl_divergence']:.2e}" if "kl_divergence" in r else "",
+        )
+    from reviewkit.cli.console import stdout_console
+
+    stdout_console().print(table)
+
+
+@_user_errors
+def sweep(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    dtype: str = typer.Option("fp32", help="one dtype: fp32 | bf16 | fp16"),
+    only: str | None = typer.Option(
+        None, help="glob(s) over workload ids (default: the profile's primary model cell)"
+    ),
+    sla_p99_s: float | None = typer.Option(
+        None, "--sla-p99-s", help="search the highest load whose p99 meets this SLA (seconds)"
+    ),
+    min_queries: int | None = typer.Option(None, help="queries a level needs to be valid"),
+    min_duration_s: float | None = typer.Option(None, help="seconds a level needs to be valid"),
+    out: Path = typer.Option(Path("sweep.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Latency-throughput sweep (single-stream, server with Poisson arrivals, offline)."""
+    import dataclasses
+
+    from reviewkit.evidence import loadgen
+
+    suite.require_profile(profile)
+    if dtype not in suite.DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(suite.DTYPES)}")
+    rules = loadgen.VALIDITY[profile]
+    if min_queries is not None:
+        if min_queries < 1:
+            raise UsageError(f"--min-queries {min_queries}: expected a positive integer")
+        rules = dataclasses.replace(rules, min_queries=min_queries)
+    if min_duration_s is not None:
+        if min_duration_s < 0:
+            raise UsageError(f"--min-duration-s {min_duration_s}: expected seconds >= 0")
+        rules = dataclasses.replace(rules, min_duration_s=min_duration_s)
+    from reviewkit.measure.sweep import render_rows, run_sweep
+
+    with _progress("sweep") as on_progress:
+        doc = run_sweep(profile, device, dtype, only, sla_p99_s, rules, on_progress)
+    if _save_evidence(doc, out, as_json):
+        return
+    from rich.table import Table
+
+    from reviewkit.cli.console import stdout_console
+
+    table = Table(title=f"Latency-throughput sweep ({out})", title_justify="left")
+    for col in ("workload", "scenario", "offered/s", "achieved/s", "p50", "p99", "max", "valid"):
+        table.add_column(col)
+    for row in render_rows(doc):
+        table.add_row(*row)
+    console = stdout_console()
+    console.print(table)
+    for w in doc["workloads"]:
+        knee = w.get("knee", {})
+        line = (
+            f"{w['id']}: knee at {knee['rate_per_s']:.3g} queries/s ({knee['rule']})"
+            if knee.get("found")
+            else f"{w['id']}: {knee.get('rule', w.get('reason', ''))}"
+        )
+        console.print(line, highlight=False, soft_wrap=True)
+        if "sla" in w:
+            s = w["sla"]
+            console.print(
+                f"  SLA p99 <= {s['p99_s'] * 1e3:.3g} ms: "
+                + (
+                    f"met up to {s['max_rate_per_s']:.3g} queries/s"
+                    if s["met"]
+                    else "not met at any valid level"
+                )
+                + (f" ({s['search_stopped']})" if s.get("search_stopped") else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+@_user_errors
+def soak(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | ..."),
+    workload: str | None = typer.Option(
+        None, help="one workload id (default: the profile's model workload at fp32)"
+    ),
+    window_s: float | None = typer.Option(
+        None, "--window-s", help="seconds to run (default: smoke 2, quick 60, full 600)"
+    ),
+    subwindows: int | None = typer.Option(None, help="sub-windows to split it into (default 20)"),
+    out: Path = typer.Option(Path("soak.json"), help="where to write the result"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Long-window stability: throughput per sub-window, clocks, temperatures, drift, throttling."""
+    from reviewkit.measure.soak import render_text, run_soak
+
+    suite.require_profile(profile)
+    with _progress("soak") as on_progress:
+        doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
+    if _save_evidence(doc, out, as_json):
+        return
+    from reviewkit.cli.console import stdout_console
+
+    stdout_console().print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+TRACE_SUMMARY_FILE = "trace_summary.json"
+
+
+@_user_errors
+def trace_import(
+    traces: list[Path] = typer.Argument(
+        ..., help="PyTorch profiler traces (Chrome-trace .json or .json.gz), one per rank"
+    ),
+    out: Path = typer.Option(..., "--out", help="folder to write trace_summary.json into"),
+    layer_map: list[Path] = typer.Option(
+        [],
+        "--layer-map",
+        help="a team's layer-map TOML, tried before rubrics/layer_map.toml (repeatable)",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    """Summarise production traces: op mix by layer type, shapes, device idle, data quality."""
+    from reviewkit.evidence.trace.layermap import load_layer_map
+    from reviewkit.evidence.trace.summary import render_text, summarise
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; pass a folder to write {TRACE_SUMMARY_FILE} in")
+    seen: set[Path] = set()
+    for p in traces:
+        if not p.is_file():
+            raise UsageError(f"{p}: no such trace file; pass .json or .json.gz profiler traces")
+        if p.resolve() in seen:
+            raise UsageError(f"{p}: given twice; pass each rank's trace once")
+        seen.add(p.resolve())
+    mapping = load_layer_map(layer_map)
+    with _progress("trace") as on_progress:
+        doc = summarise(list(traces), mapping, on_progress)
+    target = out / TRACE_SUMMARY_FILE
+    if _save_evidence(doc, target, as_json):
+        return
+    from reviewkit.cli.console import stdout_console
+
+    console = stdout_console()
+    console.print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"wrote {target}", highlight=False, soft_wrap=True)

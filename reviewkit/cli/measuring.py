@@ -1,0 +1,160 @@
+"""Commands that measure or read runs: run, show, suite, sensors, mfu."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _user_errors
+from reviewkit.common.errors import UsageError
+from reviewkit.suite import workloads as suite
+
+
+@_user_errors
+def run(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
+    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
+    threads: int | None = typer.Option(None, help="torch intra-op threads (default: torch's)"),
+    out: Path | None = typer.Option(
+        None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+) -> None:
+    """Measure the suite on this machine and write a run bundle (run.json)."""
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import write_run
+    from reviewkit.cli.console import print_run, stdout_console, summary
+    from reviewkit.measure import runner as measure
+
+    request = measure.RunRequest(profile, device, _dtypes(dtype), only, threads)
+    measure.plan(request)  # fail on bad input before any device work
+    out_dir = out or _default_out(profile, device)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+
+    with _progress() as on_progress:
+        doc = measure.run(request, on_progress)
+    # The exact command line, so the whole run can be reproduced (each workload also carries
+    # its own single-workload command).
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    analyse_run(doc)
+    path = write_run(out_dir, doc)
+    if as_json:
+        _emit_json(summary(doc, str(path)))
+    else:
+        print_run(doc, stdout_console(), str(path))
+    if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+@_user_errors
+def show(
+    run_dir: Path = typer.Argument(..., help="a run bundle folder or its run.json"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+) -> None:
+    """Print a bundle's tables again, without importing torch."""
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import load_run
+    from reviewkit.cli.console import print_run, stdout_console, summary
+
+    doc = analyse_run(load_run(run_dir))
+    if as_json:
+        _emit_json(summary(doc, str(run_dir)))
+    else:
+        print_run(doc, stdout_console(), str(run_dir))
+
+
+@_user_errors
+def suite_cmd(
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    as_json: bool = typer.Option(False, "--json", help="print the definitions as JSON"),
+) -> None:
+    """List the suite's workloads (ids, FLOPs, bytes) without measuring."""
+    specs = suite.plan_specs(profile, _dtypes(dtype), only)
+    ident = suite.suite_identity()
+    if as_json:
+        _emit_json(
+            {
+                "suite": ident.to_json(),
+                "profile": profile,
+                "workloads": [s.definition() for s in specs],
+            }
+        )
+        return
+    from reviewkit.cli.console import stdout_console
+
+    console = stdout_console()
+    console.print(f"{ident.name} {ident.version} (hash {ident.hash}) · profile {profile}")
+    for s in specs:
+        console.print(
+            f"{s.id}  [dim]{s.flops / 1e9:.3g} GFLOP · {s.bytes / 1e6:.3g} MB · {s.source_model}[/]"
+        )
+
+
+@_user_errors
+def sensors(
+    as_json: bool = typer.Option(False, "--json", help="print the survey as JSON"),
+) -> None:
+    """What energy, temperature and clock counters this machine exposes, or why not."""
+    from reviewkit.cli.console import stdout_console
+    from reviewkit.measure.sensors import survey
+
+    result = survey()
+    if as_json:
+        _emit_json(result)
+        return
+    console = stdout_console()
+    for name, entry in result.items():
+        state = "available" if entry["available"] else f"not available: {entry['reason']}"
+        console.print(f"{name:12s} {state}", highlight=False)
+
+
+@_user_errors
+def mfu(
+    params: float = typer.Option(..., help="model parameters N"),
+    layers: int = typer.Option(..., help="layers L"),
+    heads: int = typer.Option(..., help="attention heads H"),
+    head_dim: int = typer.Option(..., help="head dimension Q"),
+    seq: int = typer.Option(..., help="sequence length T"),
+    tokens_per_s: float = typer.Option(..., help="observed tokens per second (all devices)"),
+    peak_flops_per_s: float = typer.Option(..., help="peak FLOP/s of one device"),
+    devices: int = typer.Option(1, help="number of devices D"),
+    mode: str = typer.Option("train", help="train (6N + 12LHQT) | infer (2N + 4LHQT)"),
+    no_attention: bool = typer.Option(False, "--no-attention", help="drop the attention term"),
+    as_json: bool = typer.Option(False, "--json", help='print {"mfu": ...} as JSON'),
+) -> None:
+    """Model-level MFU after PaLM (Chowdhery et al. 2022, appendix B)."""
+    from reviewkit.suite.mfu import MODES, model_mfu
+
+    if mode not in MODES:
+        raise UsageError(f"--mode {mode!r} is unknown; choose one of {', '.join(MODES)}")
+    try:
+        r = model_mfu(
+            params,
+            layers,
+            heads,
+            head_dim,
+            seq,
+            tokens_per_s,
+            peak_flops_per_s,
+            devices,
+            mode,
+            attention=not no_attention,
+        )
+    except ValueError as exc:
+        raise UsageError(f"reviewkit mfu: {exc}") from exc
+    if as_json:
+        _emit_json(r.to_json())
+        return
+    Console().print(
+        f"MFU {100 * r.mfu:.1f}%  ({r.flops_per_token:.4g} FLOPs/token · "
+        f"{r.achieved_flops_per_s:.4g} FLOP/s achieved of {r.peak_flops_per_s:.4g} peak)"
+    )

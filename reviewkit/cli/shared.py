@@ -1,0 +1,80 @@
+"""What every command shares: the error console, --debug, progress bars, JSON output, evidence."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from reviewkit.common.errors import ReviewkitError
+
+stderr = Console(stderr=True)
+
+
+_state = {"debug": False}
+
+
+@contextlib.contextmanager
+def _progress(first: str = "starting"):
+    """A transient progress bar on stderr; yields the (label, done, total) callback stages take."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(first, total=None)
+        yield lambda label, done, total: bar.update(
+            task, description=label[:60], completed=done, total=total
+        )
+
+
+def _user_errors(command):
+    """One actionable line and a non-zero exit for a ReviewkitError; --debug re-raises."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ReviewkitError as exc:
+            if _state["debug"]:
+                raise
+            stderr.print(f"[red]reviewkit: error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _dtypes(text: str) -> tuple[str, ...]:
+    return tuple(d.strip() for d in text.split(",") if d.strip())
+
+
+def _emit_json(document: dict) -> None:
+    sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def _save_evidence(doc: dict, out: Path, as_json: bool) -> bool:
+    """Record the command line, write the evidence file atomically; True when JSON was printed."""
+    from reviewkit.bundle.run import write_json_atomic
+
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    write_json_atomic(out, doc)
+    if as_json:
+        _emit_json(doc)
+    return as_json
+
+
+def _default_out(profile: str, device: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return Path("runs") / f"{stamp}-{profile}-{device.replace(':', '')}"
