@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from reviewkit.analysis.stats import bootstrap_quantiles, interval
+from reviewkit.bundle.run import STATUS_OK
 
 # 1000 resamples give a 95% interval whose ends move by under 1% between seeds for the sample
 # sizes the suite collects, and keep a 90-workload comparison well under a second.
@@ -195,11 +196,16 @@ def compare(
             "candidate_id": c["id"],
             "params": b.get("params", {}),
         }
-        if b["status"] != "ok" or c["status"] != "ok" or not b["samples_s"] or not c["samples_s"]:
+        if (
+            b["status"] != STATUS_OK
+            or c["status"] != STATUS_OK
+            or not b["samples_s"]
+            or not c["samples_s"]
+        ):
             failed = [
                 f"{label} {w['status']}"
                 for label, w in (("baseline", b), ("candidate", c))
-                if w["status"] != "ok" or not w["samples_s"]
+                if w["status"] != STATUS_OK or not w["samples_s"]
             ]
             rows.append(
                 WorkloadComparison(**common, verdict=NOT_COMPARABLE, reason="; ".join(failed))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.roofline import energy_reason
 from reviewkit.analysis.sla import Target, calls_per_s, judge, matching_targets
+from reviewkit.bundle.run import STATUS_OK
 
 MEASURED, NOT_MEASURED = "measured", "not measured"
 SLA_MET, SLA_MISSED, NO_TARGET = "met", "missed", "no target"
@@ -238,7 +239,7 @@ def _cell(
         "sla_min_throughput_per_s": max(rate_targets) if rate_targets else None,
     }
     stats = (w or {}).get("stats")
-    if w is None or w.get("status") != "ok" or not stats:
+    if w is None or w.get("status") != STATUS_OK or not stats:
         if w is None:
             why = NOT_IN_RUN
         else:

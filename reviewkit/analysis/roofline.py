@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from reviewkit.analysis.stats import TAIL_RISK_P99_OVER_P50
+from reviewkit.bundle.run import STATUS_OK
 
 # design.md: a workload is overhead-bound when at least half its time is neither compute nor
 # memory traffic at the ceilings (runtime, launch, dispatch, Python).
@@ -280,7 +281,9 @@ def energy_aggregate(workloads: list[dict]) -> dict:
 
 def measured(doc: dict) -> list[dict]:
     """The workloads that were measured normally (status ok, with samples)."""
-    return [w for w in doc.get("workloads", []) if w.get("status") == "ok" and w.get("samples_s")]
+    return [
+        w for w in doc.get("workloads", []) if w.get("status") == STATUS_OK and w.get("samples_s")
+    ]
 
 
 # --- a whole run: statistics and roofline for every measured workload ------------------------
@@ -317,7 +320,7 @@ def analyse_run(doc: dict) -> dict:
         ):
             w[key] = None
         w["flags"] = []
-        if w["status"] != "ok" or not w["samples_s"]:
+        if w["status"] != STATUS_OK or not w["samples_s"]:
             continue
         st = summarise(w["samples_s"])
         w["stats"] = st.to_json()

@@ -15,6 +15,9 @@ from reviewkit.common.errors import BundleError
 SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
 KIND = "reviewkit.run"
+# A workload's `status` in a run bundle (and a row's in the evidence files): "ok" is the only
+# one that carries measurements; every other status says why not (the runner defines them).
+STATUS_OK = "ok"
 
 
 def write_json_atomic(path: Path, document: dict) -> None:

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
@@ -109,7 +110,7 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
 
 
 def problems_table(doc: dict) -> Table | None:
-    bad = [w for w in doc["workloads"] if w["status"] != "ok" or w.get("reason")]
+    bad = [w for w in doc["workloads"] if w["status"] != STATUS_OK or w.get("reason")]
     if not bad:
         return None
     t = Table(title="Workloads not measured normally", title_justify="left")

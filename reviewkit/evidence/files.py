@@ -6,6 +6,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from reviewkit.bundle.run import STATUS_OK
+
+__all__ = ["NO_STATUS", "STATUS_NOT_APPLICABLE", "STATUS_OK", "row_status"]
+
 QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
 TRACE = "reviewkit.trace_summary"
 # The newest schema of each kind this version reads; a newer file is refused with a reason
@@ -31,6 +35,21 @@ class Loaded:
     @property
     def ok(self) -> bool:
         return self.doc is not None
+
+
+# A row of a quality or sweep result that is not measured on purpose (int8 on a workload with
+# no Linear layer, say): neither counted nor a problem.
+STATUS_NOT_APPLICABLE = "not applicable"
+# A row with no `status` at all: the file does not say it was measured, so it is not counted as
+# measured — by the gate or the packet (the packet used to read it as "ok").
+NO_STATUS = "no status recorded"
+
+
+def row_status(row: dict) -> str:
+    """A result row's status as the gate and the packet both read it: its `status`, or
+    NO_STATUS when it has none (never taken as ok)."""
+    status = row.get("status")
+    return status if isinstance(status, str) and status else NO_STATUS
 
 
 def header(kind: str, created_unix_s: float) -> dict:

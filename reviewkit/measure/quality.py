@@ -12,6 +12,7 @@ import torch
 
 from reviewkit.common.errors import UsageError
 from reviewkit.evidence import files as evidence
+from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK
 from reviewkit.measure import environment
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
@@ -24,7 +25,7 @@ REFERENCE = "fp64"
 # Independent seeded input sets for the model's top-1 agreement and KL: enough tokens that one
 # flipped argmax moves agreement by well under a percent at the quick profile.
 MODEL_INPUT_SETS = 4
-STATUS_OK, STATUS_NOT_APPLICABLE, STATUS_ERROR = "ok", "not applicable", "error"
+STATUS_ERROR = "error"
 # int8 dynamic quantisation replaces nn.Linear modules; functional kernels have none.
 INT8_KERNELS = ("mlp_block", "encoder_layer", "gpt_decoder")
 

@@ -12,6 +12,7 @@ import torch
 
 from reviewkit import __version__
 from reviewkit.analysis.roofline import energy_absent, workload_energy
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.errors import DeviceUnavailableError, UsageError
 from reviewkit.measure import environment, sensors
 from reviewkit.measure.timing import SamplingPolicy, collect_samples, timed_call
@@ -61,7 +62,6 @@ CALIBRATION_POLICY = SamplingPolicy(
 )
 SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.json small
 
-STATUS_OK = "ok"
 STATUS_OVER_BUDGET = "over-budget"
 STATUS_UNSUPPORTED = "unsupported"
 STATUS_OOM = "out-of-memory"

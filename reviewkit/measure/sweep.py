@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.errors import UsageError
 from reviewkit.evidence import files as evidence
 from reviewkit.evidence import loadgen
@@ -105,7 +106,7 @@ def render_rows(doc: dict) -> Sequence[tuple[str, ...]]:
     """(workload, scenario, offered/s, achieved/s, p50, p99, max, valid) per level, for a table."""
     rows = []
     for w in doc["workloads"]:
-        if w["status"] != "ok":
+        if w["status"] != STATUS_OK:
             rows.append((w["id"], "error", "", "", "", "", "", w["reason"][:40]))
             continue
         levels = [w[loadgen.SINGLE_STREAM], w[loadgen.OFFLINE], *w[loadgen.SERVER]]

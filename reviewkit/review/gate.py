@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reviewkit.analysis.compare import Comparison, compare
 from reviewkit.analysis.roofline import analyse_run
-from reviewkit.bundle.run import load_run
+from reviewkit.bundle.run import STATUS_OK, load_run
 from reviewkit.common.errors import InputError
 from reviewkit.common.hashing import sha256_file
 from reviewkit.review.checks import (
@@ -183,7 +183,7 @@ def run_check(
     ]
     warnings = [w for c in comparisons for w in c.warnings]
     for label, doc in [("baseline", baseline)] + [(review.relative(p), d) for p, d in candidates]:
-        failed = [w["id"] for w in doc["workloads"] if w["status"] != "ok"]
+        failed = [w["id"] for w in doc["workloads"] if w["status"] != STATUS_OK]
         if failed:
             warnings.append(
                 f"{label}: {len(failed)} workload(s) did not run normally "

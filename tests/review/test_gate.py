@@ -288,3 +288,22 @@ def test_an_sla_target_named_by_shape_holds_every_dtype_in_the_gate_and_the_pack
     report = run_check(write_review(tmp_path / "per-call", _drop(review, "evidence", "sweep")))
     sla = next(f for f in report.findings if f.item.id == "sla-kpi")
     assert sla.status == "pass" and sla.evidence[0].value == "model.toy-decoder.b1s256.bf16"
+
+
+def test_a_quality_row_without_a_status_is_not_measured_for_the_gate_or_the_packet(tmp_path):
+    """One rule for both readers: a row that does not say it was measured is not counted as
+    measured. The gate fails it as a problem; the packet leaves it off the drift chart and says
+    so (it used to read a missing status as "ok" and draw it)."""
+    from reviewkit.render.packet.evidence import quality_input
+
+    path = write_review(tmp_path, complete_review())
+    quality = json.loads((tmp_path / "evidence" / "quality.json").read_text())
+    del quality["results"][0]["status"]  # the gemm row: numbers, but no status
+    (tmp_path / "evidence" / "quality.json").write_text(json.dumps(quality))
+    report = run_check(path)
+    finding = next(f for f in report.findings if f.item.check == "precision-quality")
+    assert finding.status == "fail"
+    assert "gemm.toy-ffn-up.b1s128 bf16: no status recorded" in finding.summary
+    rows, _, notes = quality_input(report)
+    assert [r["workload"] for r in rows] == ["model.toy-decoder.b1s256"]
+    assert any("gemm.toy-ffn-up.b1s128 bf16: no status recorded" in n for n in notes)

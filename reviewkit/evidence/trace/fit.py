@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reviewkit.analysis.compare import slice_key
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.evidence.trace.layermap import COMPOSITE_LAYER_TYPES
 
 UNMAPPED = "unmapped"
@@ -75,17 +78,45 @@ class FitMatrix:
         return asdict(self)
 
 
-def unique_traces(traces: list[dict]) -> list[dict]:
-    """Each trace file once: two summaries citing the same rank's trace (same sha256) must not
-    count its time twice."""
-    seen, out = set(), []
-    for t in traces:
-        key = t.get("sha256") if isinstance(t, dict) else None
-        if key and key in seen:
+@dataclass(frozen=True)
+class LeftOut:
+    """A cited trace (or a whole summary) the fit does not count, and why."""
+
+    source: str  # the summary file, as the review cites it
+    name: str  # the trace's recorded path, else "trace k"; "" for the whole summary
+    index: int  # 1-based position in the summary's traces; 0 for the whole summary
+    why: str  # NO_TRACES | DAMAGED | DUPLICATE
+    error: Exception | None = None  # what a damaged trace raised when scored alone
+
+
+NO_TRACES, DAMAGED, DUPLICATE = "no traces", "damaged", "duplicate"
+
+
+def usable_traces(
+    summaries: Iterable[tuple[str, dict]], factor: float
+) -> tuple[list[tuple[str, dict]], list[LeftOut]]:
+    """The one reading of cited trace summaries, for the gate and the packet alike: each trace
+    scored alone against an empty suite (its own fields must add up), each trace file once
+    (same sha256: counted once), and a record of everything left out and why."""
+    usable: list[tuple[str, dict]] = []
+    left_out: list[LeftOut] = []
+    for source, doc in summaries:
+        listed = doc.get("traces")
+        if not isinstance(listed, list) or not listed:
+            left_out.append(LeftOut(source, "", 0, NO_TRACES))
             continue
-        seen.add(key)
-        out.append(t)
-    return out
+        for k, t in enumerate(listed, 1):
+            name = str(t.get("path", f"trace {k}")) if isinstance(t, dict) else f"trace {k}"
+            try:
+                json.dumps(build([t], {"workloads": []}, factor).to_json(), allow_nan=False)
+            except MALFORMED as exc:
+                left_out.append(LeftOut(source, name, k, DAMAGED, exc))
+                continue
+            if t.get("sha256") and any(t["sha256"] == u.get("sha256") for _, u in usable):
+                left_out.append(LeftOut(source, name, k, DUPLICATE))
+                continue
+            usable.append((source, t))
+    return usable, left_out
 
 
 def _numel(shape) -> int | None:
@@ -102,7 +133,7 @@ def suite_sizes(run: dict) -> dict[str, list[tuple[str, int]]]:
     out: dict[str, list[tuple[str, int]]] = {}
     seen: set[str] = set()
     for w in run.get("workloads", ()):
-        if w.get("status") != "ok" or w.get("layer_type") in COMPOSITE_LAYER_TYPES:
+        if w.get("status") != STATUS_OK or w.get("layer_type") in COMPOSITE_LAYER_TYPES:
             continue
         shape_key = slice_key(w) if "dtype" in w else w["id"]
         if shape_key in seen:

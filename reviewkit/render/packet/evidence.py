@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK, row_status
 from reviewkit.render.packet.labels import ms, run_label, slice_name
 from reviewkit.review.gate import Report
 
@@ -139,8 +140,8 @@ def sweep_input(report: Report) -> tuple[list[dict], list[str]]:
         for w in workloads:
             wid = str(w.get("id", "?")) if isinstance(w, dict) else "?"
             try:
-                if w.get("status", "ok") != "ok":
-                    notes.append(f"{source}: {wid}: {w.get('status')} ({w.get('reason', '')})")
+                if row_status(w) != STATUS_OK:
+                    notes.append(f"{source}: {wid}: {row_status(w)} ({w.get('reason', '')})")
                     continue
                 panels.append(_sweep_panel_input(report, w, doc, source))
             except MALFORMED as exc:
@@ -344,10 +345,10 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
         for r in results:
             if not isinstance(r, dict):
                 continue
-            status = r.get("status", "ok")
-            if status == "not applicable":
+            status = row_status(r)
+            if status == STATUS_NOT_APPLICABLE:
                 continue
-            if status != "ok":
+            if status != STATUS_OK:
                 not_ok.append(f"{r.get('id')} {r.get('dtype')}: {status} ({r.get('reason', '')})")
                 continue
             rows.append(

@@ -101,25 +101,18 @@ def _usable_traces(report: Report, factor: float) -> tuple[list[dict], list[dict
     from reviewkit.evidence import files as evidence
 
     docs, notes = loaded_evidence(report, evidence.TRACE, "production_traces")
-    traces, provenance = [], []
-    for source, doc in docs:
-        listed = doc.get("traces")
-        if not isinstance(listed, list) or not listed:
-            notes.append(f"{source}: not used: no traces in the summary")
-            continue
-        for k, t in enumerate(listed):
-            name = str(t.get("path", f"trace {k + 1}")) if isinstance(t, dict) else f"trace {k + 1}"
-            try:  # scored alone against an empty suite: the trace's own fields must add up
-                alone = fitmatrix.build([t], {"workloads": []}, factor).to_json()
-                json.dumps(alone, allow_nan=False)
-            except FIT_MALFORMED as exc:
-                notes.append(f"{source}: {name}: not a usable trace ({type(exc).__name__})")
-                continue
-            if t.get("sha256") and any(t["sha256"] == u.get("sha256") for u in traces):
-                notes.append(f"{source}: {name}: cited again (same sha256): counted once")
-                continue
-            traces.append(t)
-            provenance.append(_trace_provenance(source, t))
+    usable, left_out = fitmatrix.usable_traces(docs, factor)
+    for out in left_out:
+        if out.why == fitmatrix.NO_TRACES:
+            notes.append(f"{out.source}: not used: no traces in the summary")
+        elif out.why == fitmatrix.DAMAGED:
+            notes.append(
+                f"{out.source}: {out.name}: not a usable trace ({type(out.error).__name__})"
+            )
+        else:
+            notes.append(f"{out.source}: {out.name}: cited again (same sha256): counted once")
+    traces = [t for _, t in usable]
+    provenance = [_trace_provenance(source, t) for source, t in usable]
     return traces, provenance, notes
 
 

@@ -55,30 +55,24 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
     cited = ctx.review.evidence.get("production_traces", ())
     loaded = evidence_files.read_all(cited, evidence_files.TRACE)
     notes = [f"{ctx.review.relative(x.path)}: not used: {x.reason}" for x in loaded if not x.ok]
-    evidence, traces = [], []
-    for x in loaded:
-        if not x.ok:
-            continue
-        where = ctx.review.relative(x.path)
-        listed = x.doc.get("traces")
-        if not isinstance(listed, list) or not listed:
-            notes.append(f"{where}: not used: no traces in the summary")
-            continue
-        evidence.append(ctx.artifact("production trace summary", x.path))
-        for k, t in enumerate(listed):
-            try:
-                # Scored alone against an empty suite, as the packet does: a trace whose op
-                # mix or shapes do not add up is left out, said so, and the rest still count.
-                fitmatrix.build([t], {"workloads": []}, factor)
-            except fitmatrix.MALFORMED as exc:
-                notes.append(
-                    f"{where}: trace {k + 1} not used: a damaged trace summary "
-                    f"({type(exc).__name__}: {str(exc)[:80]}); re-run `reviewkit trace import`"
-                )
-                continue
-            traces.append(t)
+    evidence = [ctx.artifact("production trace summary", x.path) for x in loaded
+                if x.ok and isinstance(x.doc.get("traces"), list) and x.doc["traces"]]  # fmt: skip
+    usable, left_out = fitmatrix.usable_traces(
+        ((ctx.review.relative(x.path), x.doc) for x in loaded if x.ok), factor
+    )
+    for out in left_out:
+        if out.why == fitmatrix.NO_TRACES:
+            notes.append(f"{out.source}: not used: no traces in the summary")
+        elif out.why == fitmatrix.DAMAGED:
+            # Scored alone against an empty suite, as the packet does: a trace whose op mix or
+            # shapes do not add up is left out, said so, and the rest still count.
+            notes.append(
+                f"{out.source}: trace {out.index} not used: a damaged trace summary "
+                f"({type(out.error).__name__}: {str(out.error)[:80]}); re-run `reviewkit trace "
+                "import`"
+            )
     evidence += [Evidence("text", "unusable trace summary", value=n) for n in notes]
-    traces = fitmatrix.unique_traces(traces)
+    traces = [t for _, t in usable]
     if not traces:
         models = [
             w.candidate_id

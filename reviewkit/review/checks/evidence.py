@@ -9,6 +9,7 @@ from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
+from reviewkit.evidence.files import STATUS_OK, row_status
 from reviewkit.review.checks.registry import (
     BOOLEAN,
     FAIL,
@@ -148,7 +149,7 @@ def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, dict]], str]:
         for x in loaded
         if x.ok
         for w in x.doc.get("workloads", [])
-        if isinstance(w, dict) and w.get("status") == "ok" and isinstance(w.get("id"), str)
+        if isinstance(w, dict) and row_status(w) == STATUS_OK and isinstance(w.get("id"), str)
     ]
     return rows, _unusable(loaded, ctx)
 

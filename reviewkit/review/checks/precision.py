@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from reviewkit.evidence import files as evidence_files
+from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK, row_status
 from reviewkit.review.checks.registry import (
     FAIL,
     NUMBER,
@@ -101,11 +102,11 @@ def precision_quality(ctx: Context) -> CheckResult:
             continue
         tol = tolerances.get(dtype)
         for r in mine:
-            if r.get("status") == "not applicable":
+            if row_status(r) == STATUS_NOT_APPLICABLE:
                 continue
             checked += 1
-            if r.get("status") != "ok":
-                problems.append(f"{r.get('id')} {dtype}: {r.get('status')} ({r.get('reason', '')})")
+            if row_status(r) != STATUS_OK:
+                problems.append(f"{r.get('id')} {dtype}: {row_status(r)} ({r.get('reason', '')})")
                 continue
             if tol is not None and r.get("rel_error", math.inf) > tol:
                 problems.append(f"{r['id']} {dtype}: relative error {r['rel_error']:.2e} > {tol:g}")
@@ -120,7 +121,7 @@ def precision_quality(ctx: Context) -> CheckResult:
             FAIL, f"{len(problems)} quality problem(s): {'; '.join(problems[:4])}", tuple(evidence)
         )
     worst = max(
-        (r for r in rows if r.get("dtype") in lowered and r.get("status") == "ok"),
+        (r for r in rows if r.get("dtype") in lowered and row_status(r) == STATUS_OK),
         key=lambda r: r.get("rel_error", 0),
         default=None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.review.checks.registry import (
     FAIL,
     NUMBER,
@@ -41,7 +42,7 @@ def stack_maturity(ctx: Context) -> CheckResult:
         if not doc.get("complete", False):
             failed.append(f"{label}: run incomplete ({doc.get('interrupted', 'unknown reason')})")
         for w in doc["workloads"]:
-            if w["status"] != "ok":
+            if w["status"] != STATUS_OK:
                 failed.append(f"{label}: {w['id']} {w['status']}")
                 evidence.append(
                     Evidence(
