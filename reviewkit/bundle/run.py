@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from reviewkit.common.errors import BundleError
+from reviewkit.common.files import write_text_atomic
 
 # 2: every workload carries `energy` (metered over its measured window, or why not), and the
 # run its `energy_meter`. Version 1 bundles load through migrate_v1_to_v2.
@@ -21,20 +20,9 @@ STATUS_OK = "ok"
 
 
 def write_json_atomic(path: Path, document: dict) -> None:
-    """Write to a temporary file beside the target, fsync, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The document as JSON, written atomically; readable by all, as a bundle is shared."""
     text = json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a bundle is meant to be shared
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text, mode=0o644)
 
 
 def write_run(out_dir: Path, doc: dict) -> Path:

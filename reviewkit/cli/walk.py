@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shlex
 import stat
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from rich.text import Text
 from tomlkit.items import InlineTable
 
 from reviewkit.common.errors import InputError, ReviewkitError
+from reviewkit.common.files import write_text_atomic
 from reviewkit.common.tomlfile import closest, read_toml, tomllib
 from reviewkit.review.checks import CHECKS, Context, Evidence
 from reviewkit.review.gate import Finding, Report, run_check
@@ -201,18 +200,7 @@ def record_answers(
             f"{path}: recording the answers would change more than [answers]; the file was not "
             "changed (please report this with the file)"
         )
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise InputError(
-            f"{path}: cannot write next to the review file ({exc}); check the folder's permissions"
-        ) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+    def still_valid(tmp: Path) -> None:
         try:
             load_review(tmp, allow_outside=allow_outside)  # same folder: same relative paths
         except InputError as exc:
@@ -220,10 +208,13 @@ def record_answers(
                 f"{path}: the answers would leave an invalid review ({exc}); the file was not "
                 "changed"
             ) from exc
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    try:
+        write_text_atomic(path, text, mode=stat.S_IMODE(path.stat().st_mode), check=still_valid)
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot write next to the review file ({exc}); check the folder's permissions"
+        ) from exc
 
 
 # --- what the automatic checks found ----------------------------------------------------------

@@ -215,8 +215,12 @@ class NvmlEnergyMeter:
         return {self.name: (end - self._start_mj) * MILLI}
 
 
-def _nvml_handle(nvml: Any, device_index: int, gpu_uuid: str | None) -> tuple[Any, str]:
-    """The NVML handle of torch's cuda:device_index: by UUID where torch gives one, else index."""
+def nvml_handle(
+    nvml: Any, device_index: int, gpu_uuid: str | None = None, pci_bus_id: str | None = None
+) -> tuple[Any, str]:
+    """The NVML handle of torch's cuda:device_index, and how it was found: by UUID or PCI bus id
+    where torch gives one (NVML numbers GPUs in PCI order, CUDA by speed unless told otherwise),
+    else by index. The one lookup for the energy meter and the soak's sensors."""
     note = ""
     if gpu_uuid:
         uuid = gpu_uuid if gpu_uuid.startswith(("GPU-", "MIG-")) else f"GPU-{gpu_uuid}"
@@ -228,6 +232,13 @@ def _nvml_handle(nvml: Any, device_index: int, gpu_uuid: str | None) -> tuple[An
             return handle, f"GPU {uuid} (torch's cuda:{device_index}, matched by UUID)"
         except Exception as exc:  # NVMLError_NotFound, say: fall back to the index
             note = f"; UUID {uuid} not found by NVML ({exc})"
+    if pci_bus_id:
+        for key in (pci_bus_id, pci_bus_id.encode()):  # older pynvml wants bytes
+            try:
+                handle = nvml.nvmlDeviceGetHandleByPciBusId(key)
+                return handle, f"GPU at PCI {pci_bus_id} (torch's cuda:{device_index})"
+            except Exception:
+                continue
     # Without a UUID the NVML index is assumed to be torch's; CUDA_VISIBLE_DEVICES or
     # CUDA_DEVICE_ORDER can break that, hence the label.
     handle = nvml.nvmlDeviceGetHandleByIndex(device_index)
@@ -270,7 +281,7 @@ def energy_meter(
             )  # fmt: skip
         try:
             pynvml.nvmlInit()
-            handle, label = _nvml_handle(pynvml, index, gpu_uuid)
+            handle, label = nvml_handle(pynvml, index, gpu_uuid)
             meter = NvmlEnergyMeter(pynvml, handle, label, name=f"gpu-{index}")
             meter._read_mj()  # readable now (Volta or newer, supported board), or say why not
         except Exception as exc:  # NVMLError subclasses: no driver, no device, not supported

@@ -68,7 +68,7 @@ def _nvml_read(index: int, pci_bus_id: str | None, what: str) -> Reading:
     try:
         # NVML numbers GPUs in PCI order, CUDA by speed unless told otherwise: the bus id
         # names the same GPU in both.
-        handle = _nvml_handle(pynvml, index, pci_bus_id)
+        handle, _ = sensors.nvml_handle(pynvml, index, pci_bus_id=pci_bus_id)
         if what == "temperature":
             value = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
         elif what == "sm_clock":
@@ -83,17 +83,6 @@ def _nvml_read(index: int, pci_bus_id: str | None, what: str) -> Reading:
     finally:
         with contextlib.suppress(Exception):  # a failed shutdown changes no reading
             pynvml.nvmlShutdown()
-
-
-def _nvml_handle(pynvml, index: int, pci_bus_id: str | None):
-    """By PCI bus id where torch gives one (older pynvml wants it as bytes), else by index."""
-    if pci_bus_id:
-        for key in (pci_bus_id, pci_bus_id.encode()):
-            try:
-                return pynvml.nvmlDeviceGetHandleByPciBusId(key)
-            except Exception:
-                continue
-    return pynvml.nvmlDeviceGetHandleByIndex(index)
 
 
 def nvml_temperatures_c(index: int = 0, pci_bus_id: str | None = None) -> Reading:

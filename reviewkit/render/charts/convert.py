@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 from pathlib import Path
+
+from reviewkit.common.files import write_text_atomic
 
 # altair 6.3 builds specs against schema v6.4.1; vl-convert 1.9 bundles Vega-Lite 6.4, so
 # conversion and the interactive bundle use the same version the specs were written for.
@@ -62,15 +65,8 @@ def _cache_dir() -> Path:
 
 def _write_cache(path: Path, text: str) -> None:
     """Write atomically; a read-only home still renders, just without the cache."""
-    import os
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        write_text_atomic(path, text)
 
 
 @functools.cache

@@ -1,0 +1,38 @@
+"""The one atomic file writer: a temporary file beside the target, fsync, then rename over it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def write_text_atomic(
+    path: Path,
+    text: str,
+    *,
+    mode: int = 0o644,
+    check: Callable[[Path], None] | None = None,
+) -> None:
+    """Write `text` to `path` so a reader sees the old file or the new one, never half of one.
+
+    The temporary file lies beside the target (same filesystem, so the rename is atomic) and is
+    removed on any failure. `check`, when given, reads the finished temporary file and raises to
+    keep the old one (walk validates the edited review this way). OSError propagates: callers
+    say what it means for their file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes it private; the caller says who may read it
+        if check is not None:
+            check(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
