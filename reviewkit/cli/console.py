@@ -1,12 +1,15 @@
-"""Terminal tables and the JSON summary of an analysed run (torch-free, for `run` and `show`)."""
+"""Every terminal table and text summary the commands print (torch-free): runs, checks, evidence."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from reviewkit.bundle.run import STATUS_OK
+from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
@@ -322,3 +325,143 @@ def print_check(report, console: Console) -> None:
         f"\nGate: [{style}]{report.verdict.upper()}[/]"
         + (f" — blocking: {', '.join(blocking)}" if blocking else "")
     )
+
+
+# --- evidence commands: quality, sweep, soak, trace import -------------------------------------
+
+
+def quality_table(doc: dict, out) -> Table:
+    """`reviewkit quality`'s table: relative error (and the model's top-1 and KL) per row."""
+    table = Table(title=f"Relative error against float64 ({out})", title_justify="left")
+    for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
+        table.add_column(col)
+    for r in doc["results"]:
+        table.add_row(
+            r["id"],
+            r["dtype"],
+            r["status"],
+            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:40],
+            f"{r['max_abs_error']:.2e}" if "max_abs_error" in r else "",
+            f"{r['top1_agreement']:.3f}" if "top1_agreement" in r else "",
+            f"{r['kl_divergence']:.2e}" if "kl_divergence" in r else "",
+        )
+    return table
+
+
+def sweep_table(doc: dict, out) -> Table:
+    """`reviewkit sweep`'s table: one row per load level of every swept workload."""
+    table = Table(title=f"Latency-throughput sweep ({out})", title_justify="left")
+    for col in ("workload", "scenario", "offered/s", "achieved/s", "p50", "p99", "max", "valid"):
+        table.add_column(col)
+    for row in sweep_rows(doc):
+        table.add_row(*row)
+    return table
+
+
+def sweep_rows(doc: dict) -> Sequence[tuple[str, ...]]:
+    """(workload, scenario, offered/s, achieved/s, p50, p99, max, valid) per level, for a table."""
+    rows = []
+    for w in doc["workloads"]:
+        if w["status"] != STATUS_OK:
+            rows.append((w["id"], "error", "", "", "", "", "", w["reason"][:40]))
+            continue
+        levels = [w[loadgen.SINGLE_STREAM], w[loadgen.OFFLINE], *w[loadgen.SERVER]]
+        for lv in levels:
+            lat = lv["latency"]
+            rows.append((
+                w["id"],
+                lv["scenario"],
+                f"{lv['target_rate_per_s']:.3g}" if lv["target_rate_per_s"] else "",
+                f"{lv['achieved_rate_per_s']:.3g}",
+                f"{lat['p50_s'] * 1e3:.3g} ms" if lat else "",
+                f"{lat['p99_s'] * 1e3:.3g} ms" if lat else "",
+                f"{lat['max_s'] * 1e3:.3g} ms" if lat else "",
+                "valid" if lv["valid"] else "INVALID: " + "; ".join(lv["invalid_reasons"]),
+            ))  # fmt: skip
+    return rows
+
+
+def _pct_ci(ci) -> str:
+    return f"{ci[0]:+.1%} .. {ci[1]:+.1%}" if ci else "no interval"
+
+
+def soak_text(doc: dict) -> str:
+    """`reviewkit soak`'s summary: verdict, trend, first -> last, throttling, sensors, energy."""
+    a, w = doc["analysis"], doc["workload"]
+    tr, fl, th = a["trend"], a["first_last"], a["throttling"]
+    state = "complete" if doc["complete"] else "INCOMPLETE (interrupted)"
+    lines = [
+        f"soak: {w['id']} on {doc['device']} ({doc['profile']}), {doc['measured_window_s']:.3g} s"
+        f" window, {len(doc['subwindows'])} sub-windows, {state}",
+        f"verdict: {a['verdict']}: {'; '.join(a['reasons'])}",
+    ]
+    if tr["relative_change"] is not None:
+        lines.append(
+            f"throughput trend: {tr['relative_change']:+.1%} over {tr['span_s']:.3g} s "
+            f"(95% CI {_pct_ci(tr['relative_change_ci'])}), mean {tr['mean']:.4g} calls/s"
+        )
+    else:
+        lines.append(f"throughput trend: not computed: {tr['reason']}")
+    if fl["ratio"] is not None:
+        ci = fl["ratio_ci"]
+        ci_text = f"{ci[0]:.3f} .. {ci[1]:.3f}" if ci else "no interval"
+        lines.append(
+            f"first -> last sub-window median per-call time: {fl['first_median_s'] * 1e3:.4g} ms"
+            f" -> {fl['last_median_s'] * 1e3:.4g} ms, ratio {fl['ratio']:.3f}x "
+            f"(95% CI {ci_text}){'; ' + fl['reason'] if fl['reason'] else ''}"
+        )
+    else:
+        lines.append(f"first -> last: not computed: {fl['reason']}")
+    lines.append(f"throttling: {th['status']}: {th['reason']}")
+    lines.append("sensors:")
+    for name, ok in doc["sensors"].items():
+        state = "available" if ok["available"] else f"not available: {ok['reason']}"
+        lines.append(f"  {name}: {state}")
+    e = doc["energy"]
+    if e["available"]:
+        watts = e["mean_watts"]
+        joules = ", ".join(
+            f"{k} {j:.4g} J ({watts[k]:.3g} W)" if k in watts else f"{k} {j:.4g} J"
+            for k, j in e["joules"].items()
+        )
+        lines.append(f"energy: {joules}")
+    else:
+        lines.append(f"energy: not available: {e['reason']}")
+    lines.append(f"reproduce: {w['reproduce']}")
+    return "\n".join(lines) + "\n"
+
+
+def trace_summary_text(doc: dict) -> str:
+    """`reviewkit trace import`'s summary: per trace op mix, device idle, unmapped, quality."""
+    lines = []
+    for t in doc["traces"]:
+        head = f"{t['path']}: rank {t['rank']}"
+        if t.get("world_size"):
+            head += f" of {t['world_size']}"
+        if t["devices"]:
+            head += f", {t['devices'][0]}" + (
+                f" (+{len(t['devices']) - 1})" if len(t["devices"]) > 1 else ""
+            )
+        head += f", {t['events']['total']} events, {t['window_s']:.3f} s window"
+        lines.append(head)
+        mix = t["op_mix"]
+        lines.append(f"  op mix ({t['time_basis']} time, {mix['time_s'] * 1e3:.3f} ms):")
+        for lt, v in mix["layer_types"].items():
+            lines.append(f"    {lt:<14} {100 * v['share']:5.1f}%  {v['time_s'] * 1e3:10.3f} ms")
+        u = mix["unmapped"]
+        if u["time_s"] > 0:
+            names = ", ".join(x["name"][:40] for x in u["top"][:3])
+            lines.append(f"    {'unmapped':<14} {100 * u['share']:5.1f}%  (top: {names})")
+        dev = t["device"]
+        if dev["available"]:
+            lines.append(
+                f"  device idle {100 * dev['idle_share']:.1f}%, host overhead (device waits "
+                f"on host) {100 * dev['host_overhead_share']:.1f}%"
+            )
+        else:
+            lines.append(f"  device: not available: {dev['reason']}")
+        if not t["record_shapes"]:
+            lines.append("  shapes: not recorded (profile with record_shapes=True)")
+        for q in t["quality"]:
+            lines.append(f"  data quality: {q['rule']}: {q['count']} ({q['description']})")
+    return "\n".join(lines) + "\n"

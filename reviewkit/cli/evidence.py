@@ -34,24 +34,9 @@ def quality(
         )
     if _save_evidence(doc, out, as_json):
         return
-    from rich.table import Table
+    from reviewkit.cli.console import quality_table, stdout_console
 
-    table = Table(title=f"Relative error against float64 ({out})", title_justify="left")
-    for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
-        table.add_column(col)
-    for r in doc["results"]:
-        table.add_row(
-            r["id"],
-            r["dtype"],
-            r["status"],
-            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:40],
-            f"{r['max_abs_error']:.2e}" if "max_abs_error" in r else "",
-            f"{r['top1_agreement']:.3f}" if "top1_agreement" in r else "",
-            f"{r['kl_divergence']:.2e}" if "kl_divergence" in r else "",
-        )
-    from reviewkit.cli.console import stdout_console
-
-    stdout_console().print(table)
+    stdout_console().print(quality_table(doc, out))
 
 
 @_user_errors
@@ -87,23 +72,16 @@ def sweep(
         if min_duration_s < 0:
             raise UsageError(f"--min-duration-s {min_duration_s}: expected seconds >= 0")
         rules = dataclasses.replace(rules, min_duration_s=min_duration_s)
-    from reviewkit.measure.sweep import render_rows, run_sweep
+    from reviewkit.measure.sweep import run_sweep
 
     with _progress("sweep") as on_progress:
         doc = run_sweep(profile, device, dtype, only, sla_p99_s, rules, on_progress)
     if _save_evidence(doc, out, as_json):
         return
-    from rich.table import Table
+    from reviewkit.cli.console import stdout_console, sweep_table
 
-    from reviewkit.cli.console import stdout_console
-
-    table = Table(title=f"Latency-throughput sweep ({out})", title_justify="left")
-    for col in ("workload", "scenario", "offered/s", "achieved/s", "p50", "p99", "max", "valid"):
-        table.add_column(col)
-    for row in render_rows(doc):
-        table.add_row(*row)
     console = stdout_console()
-    console.print(table)
+    console.print(sweep_table(doc, out))
     for w in doc["workloads"]:
         knee = w.get("knee", {})
         line = (
@@ -142,16 +120,16 @@ def soak(
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Long-window stability: throughput per sub-window, clocks, temperatures, drift, throttling."""
-    from reviewkit.measure.soak import render_text, run_soak
+    from reviewkit.measure.soak import run_soak
 
     suite.require_profile(profile)
     with _progress("soak") as on_progress:
         doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
     if _save_evidence(doc, out, as_json):
         return
-    from reviewkit.cli.console import stdout_console
+    from reviewkit.cli.console import soak_text, stdout_console
 
-    stdout_console().print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    stdout_console().print(soak_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
     if not doc["complete"]:
         raise typer.Exit(130)
 
@@ -174,7 +152,7 @@ def trace_import(
 ) -> None:
     """Summarise production traces: op mix by layer type, shapes, device idle, data quality."""
     from reviewkit.evidence.trace.layermap import load_layer_map
-    from reviewkit.evidence.trace.summary import render_text, summarise
+    from reviewkit.evidence.trace.summary import summarise
 
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file; pass a folder to write {TRACE_SUMMARY_FILE} in")
@@ -191,8 +169,8 @@ def trace_import(
     target = out / TRACE_SUMMARY_FILE
     if _save_evidence(doc, target, as_json):
         return
-    from reviewkit.cli.console import stdout_console
+    from reviewkit.cli.console import stdout_console, trace_summary_text
 
     console = stdout_console()
-    console.print(render_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
+    console.print(trace_summary_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
     console.print(f"wrote {target}", highlight=False, soft_wrap=True)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
-from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.errors import UsageError
 from reviewkit.evidence import files as evidence
 from reviewkit.evidence import loadgen
@@ -100,26 +99,3 @@ def run_sweep(
         "sla_p99_s": sla_p99_s,
         "workloads": results,
     }
-
-
-def render_rows(doc: dict) -> Sequence[tuple[str, ...]]:
-    """(workload, scenario, offered/s, achieved/s, p50, p99, max, valid) per level, for a table."""
-    rows = []
-    for w in doc["workloads"]:
-        if w["status"] != STATUS_OK:
-            rows.append((w["id"], "error", "", "", "", "", "", w["reason"][:40]))
-            continue
-        levels = [w[loadgen.SINGLE_STREAM], w[loadgen.OFFLINE], *w[loadgen.SERVER]]
-        for lv in levels:
-            lat = lv["latency"]
-            rows.append((
-                w["id"],
-                lv["scenario"],
-                f"{lv['target_rate_per_s']:.3g}" if lv["target_rate_per_s"] else "",
-                f"{lv['achieved_rate_per_s']:.3g}",
-                f"{lat['p50_s'] * 1e3:.3g} ms" if lat else "",
-                f"{lat['p99_s'] * 1e3:.3g} ms" if lat else "",
-                f"{lat['max_s'] * 1e3:.3g} ms" if lat else "",
-                "valid" if lv["valid"] else "INVALID: " + "; ".join(lv["invalid_reasons"]),
-            ))  # fmt: skip
-    return rows

@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from reviewkit.cli.console import soak_text
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import sensors, soak
 from reviewkit.measure.sensors import Availability
@@ -95,7 +96,7 @@ def test_write_and_render(real_soak, tmp_path):
     path = soak.write_soak(tmp_path / "deep" / "soak.json", real_soak)
     assert json.loads(path.read_text()) == json.loads(json.dumps(real_soak))
     assert not list(path.parent.glob(".*.tmp"))  # the temporary file was renamed away
-    text = soak.render_text(real_soak)
+    text = soak_text(real_soak)
     assert f"verdict: {real_soak['analysis']['verdict']}" in text
     assert "throughput trend:" in text and "first -> last" in text and "throttling:" in text
     for name, ok in real_soak["sensors"].items():
@@ -238,7 +239,7 @@ def test_run_soak_interrupted_is_incomplete_and_analysed(tmp_path):
     assert trend["points"] == 2 and "at least 3" in trend["reason"]
     assert doc["analysis"]["verdict"] in ("insufficient data", "drift")
     assert doc["analysis"]["first_last"]["first_samples"] == 32
-    assert "INCOMPLETE" in soak.render_text(doc)
+    assert "INCOMPLETE" in soak_text(doc)
 
 
 def test_throttling_is_judged_on_the_measured_device():

@@ -362,39 +362,3 @@ def summarise(
         }
     )
     return doc
-
-
-def render_text(doc: dict) -> str:
-    """A terminal summary: per trace the op mix, device idle, unmapped and data quality."""
-    lines = []
-    for t in doc["traces"]:
-        head = f"{t['path']}: rank {t['rank']}"
-        if t.get("world_size"):
-            head += f" of {t['world_size']}"
-        if t["devices"]:
-            head += f", {t['devices'][0]}" + (
-                f" (+{len(t['devices']) - 1})" if len(t["devices"]) > 1 else ""
-            )
-        head += f", {t['events']['total']} events, {t['window_s']:.3f} s window"
-        lines.append(head)
-        mix = t["op_mix"]
-        lines.append(f"  op mix ({t['time_basis']} time, {mix['time_s'] * 1e3:.3f} ms):")
-        for lt, v in mix["layer_types"].items():
-            lines.append(f"    {lt:<14} {100 * v['share']:5.1f}%  {v['time_s'] * 1e3:10.3f} ms")
-        u = mix["unmapped"]
-        if u["time_s"] > 0:
-            names = ", ".join(x["name"][:40] for x in u["top"][:3])
-            lines.append(f"    {'unmapped':<14} {100 * u['share']:5.1f}%  (top: {names})")
-        dev = t["device"]
-        if dev["available"]:
-            lines.append(
-                f"  device idle {100 * dev['idle_share']:.1f}%, host overhead (device waits "
-                f"on host) {100 * dev['host_overhead_share']:.1f}%"
-            )
-        else:
-            lines.append(f"  device: not available: {dev['reason']}")
-        if not t["record_shapes"]:
-            lines.append("  shapes: not recorded (profile with record_shapes=True)")
-        for q in t["quality"]:
-            lines.append(f"  data quality: {q['rule']}: {q['count']} ({q['description']})")
-    return "\n".join(lines) + "\n"
