@@ -55,7 +55,7 @@ def test_the_wheel_ships_the_templates_rubric_and_layer_map(installed):
     assert where.startswith(str(installed)), f"imported {where}, not the wheel"
     assert {"default.toml", "layer_map.toml"} <= set(eval(rubric_files))
     assert {"packet.html.j2", "packet.css", "print.css", "screen.css", "packet.js", "site.js",
-            "site_index.html.j2"} <= set(eval(template_files))  # fmt: skip
+            "site_index.html.j2", "packet"} <= set(eval(template_files))  # fmt: skip
 
 
 def test_the_installed_wheel_checks_and_renders_a_review_from_another_folder(
@@ -84,4 +84,7 @@ def test_the_installed_wheel_checks_and_renders_a_review_from_another_folder(
     html = (work / "packet" / "packet.html").read_text()
     assert "Transformer inference in bf16" in html
     assert (work / "packet" / "assets" / "packet.css").exists()
+    # every section partial shipped: the packet has each section's heading
+    for section in ("claim", "production-fit", "artifacts", "disproof"):
+        assert f'<section id="{section}">' in html
     assert json.loads((work / "packet" / "packet.json").read_text())["charts"]

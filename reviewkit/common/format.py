@@ -1,0 +1,28 @@
+"""The one set of number formatters for terminal, gate messages and packet: percent, ratio, ms."""
+
+from __future__ import annotations
+
+# One marker for a value that was not measured or does not apply, everywhere it is printed.
+MISSING = "—"
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.4123 -> "41.2%"."""
+    return MISSING if x is None else f"{100 * x:.{digits}f}%"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    """A number to `digits` significant figures."""
+    return MISSING if x is None else f"{x:.{digits}g}"
+
+
+def ratio(x: float | None) -> str:
+    """A candidate/baseline ratio to three decimals: 0.31234 -> "0.312"."""
+    return MISSING if x is None else f"{x:.3f}"
+
+
+def ms(x_ms: float | None) -> str:
+    """Milliseconds to three significant figures, whole with separators from 1,000 up."""
+    if x_ms is None:
+        return MISSING
+    return f"{x_ms:.3g}" if x_ms < 1000 else f"{x_ms:,.0f}"

@@ -1,0 +1,14 @@
+"""The shared formatters, against hand-worked strings."""
+
+from reviewkit.common.format import MISSING, ms, num, pct, ratio
+
+
+def test_percent_ratio_number_and_milliseconds():
+    assert pct(0.41234) == "41.2%" and pct(0.41234, 2) == "41.23%" and pct(1) == "100.0%"
+    assert ratio(0.31234) == "0.312" and ratio(2) == "2.000"
+    assert num(1234.5) == "1.23e+03" and num(0.012345, 2) == "0.012"
+    assert ms(12.345) == "12.3" and ms(999.4) == "999" and ms(12345.6) == "12,346"
+
+
+def test_one_marker_for_missing_everywhere():
+    assert {pct(None), ratio(None), num(None), ms(None)} == {MISSING} == {"—"}
