@@ -9,15 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from reviewkit.bundle.run import STATUS_OK
+from reviewkit.common.format import pct
 from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
 
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
 
 
 def _time(seconds: float | None) -> str:
@@ -82,10 +80,10 @@ def layer_table(doc: dict, dtype: str) -> Table:
         t.add_row(
             layer_type,
             str(a["workloads"]),
-            _pct(a["time_share"]),
-            _pct(a["mfu"]),
-            _pct(a["memory_stall_fraction"]),
-            _pct(a["overhead_fraction"]),
+            pct(a["time_share"]),
+            pct(a["mfu"]),
+            pct(a["memory_stall_fraction"]),
+            pct(a["overhead_fraction"]),
             a["bottleneck"],
             f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
         )
@@ -105,7 +103,7 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
             _time(s["p50_s"]),
             _time(s["p99_s"]),
             _rate(w.get("achieved_flops_per_s")),
-            _pct(w.get("mfu")),
+            pct(w.get("mfu")),
             w.get("bottleneck") or "—",
             ", ".join(w.get("flags") or []),
         )
@@ -245,8 +243,8 @@ def print_comparison(comp, console: Console) -> None:
             str(layer.workloads),
             _ratio(layer.time_ratio, layer.time_ratio_ci),
             f"[{VERDICT_STYLE[layer.verdict]}]{layer.verdict}[/]",
-            f"{_pct(layer.mfu_baseline)} → {_pct(layer.mfu_candidate)}",
-            f"{_pct(layer.memory_stall_baseline)} → {_pct(layer.memory_stall_candidate)}",
+            f"{pct(layer.mfu_baseline)} → {pct(layer.mfu_candidate)}",
+            f"{pct(layer.memory_stall_baseline)} → {pct(layer.memory_stall_candidate)}",
             f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
             if layer.bottleneck_baseline != layer.bottleneck_candidate
             else str(layer.bottleneck_baseline),

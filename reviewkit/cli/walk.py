@@ -18,6 +18,7 @@ from tomlkit.items import InlineTable
 
 from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.files import write_text_atomic
+from reviewkit.common.format import pct
 from reviewkit.common.tomlfile import closest, read_toml, tomllib
 from reviewkit.review.checks import CHECKS, Context, Evidence
 from reviewkit.review.gate import Finding, Report, run_check
@@ -232,9 +233,6 @@ def _check_result(report: Report, name: str) -> tuple[str, str, tuple[Evidence, 
     return r.status, r.summary, r.evidence
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
 
 def _layer_table(report: Report) -> Table | None:
     """MFU / memory-stall per layer type, one column per run and dtype."""
@@ -257,7 +255,7 @@ def _layer_table(report: Report) -> Table | None:
         for _, by_layer in columns:
             agg = by_layer.get(lt)
             cells.append(
-                f"{_pct(agg.get('mfu'))} / {_pct(agg.get('memory_stall_fraction'))}" if agg else ""
+                f"{pct(agg.get('mfu'))} / {pct(agg.get('memory_stall_fraction'))}" if agg else ""
             )
         t.add_row(lt, *cells)
     return t

@@ -7,6 +7,7 @@ import os
 import time
 
 from reviewkit import templates
+from reviewkit.common import format as fmt
 from reviewkit.common.errors import InputError
 
 TEMPLATES = templates.FOLDER
@@ -45,10 +46,10 @@ def jinja_environment():
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["pct"] = lambda x, d=1: "—" if x is None else f"{100 * x:.{d}f}%"
-    env.filters["num"] = lambda x, d=3: "—" if x is None else f"{x:.{d}g}"
-    env.filters["ms"] = lambda x: "—" if x is None else (f"{x:.3g}" if x < 1000 else f"{x:,.0f}")
-    env.filters["ratio"] = lambda x: "—" if x is None else f"{x:.3f}"
+    env.filters["pct"] = fmt.pct
+    env.filters["num"] = fmt.num
+    env.filters["ms"] = fmt.ms
+    env.filters["ratio"] = fmt.ratio
     env.filters["ci"] = lambda ci: "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
     return env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import (
     FAIL,
     MISSING,
@@ -9,7 +10,6 @@ from reviewkit.review.checks.registry import (
     CheckResult,
     Context,
     Evidence,
-    _pct,
     check,
 )
 
@@ -33,8 +33,8 @@ def bottleneck_per_layer(ctx: Context) -> CheckResult:
                 Evidence(
                     "workload",
                     f"candidate {i + 1} {layer_type}: {agg['bottleneck']} "
-                    f"(MFU {_pct(agg['mfu'])}, memory-stall {_pct(agg['memory_stall_fraction'])}, "
-                    f"overhead {_pct(agg['overhead_fraction'])})",
+                    f"(MFU {pct(agg['mfu'])}, memory-stall {pct(agg['memory_stall_fraction'])}, "
+                    f"overhead {pct(agg['overhead_fraction'])})",
                     value=slowest["id"] if slowest else "",
                     reproduce=slowest["reproduce"] if slowest else "",
                 )
@@ -67,8 +67,8 @@ def layer_metrics(ctx: Context) -> CheckResult:
                     Evidence(
                         "number",
                         f"{label} {dtype} {layer_type}",
-                        value=f"MFU {_pct(agg['mfu'])}, memory-stall "
-                        f"{_pct(agg['memory_stall_fraction'])}",
+                        value=f"MFU {pct(agg['mfu'])}, memory-stall "
+                        f"{pct(agg['memory_stall_fraction'])}",
                     )
                 )
     return CheckResult(

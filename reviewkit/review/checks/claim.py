@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.common.format import pct
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.review.checks.registry import (
@@ -15,7 +16,6 @@ from reviewkit.review.checks.registry import (
     CheckResult,
     Context,
     Evidence,
-    _pct,
     check,
 )
 
@@ -105,19 +105,19 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
         verdict = PASS if fit.score >= min_coverage else FAIL
         worst = max(worst, verdict, key=STATUS_ORDER.get)
         summaries.append(
-            f"{label} covers {_pct(fit.score)} of production time by layer type and shape "
-            f"(threshold {_pct(min_coverage)}; {_pct(fit.layer_coverage)} by layer type alone, "
+            f"{label} covers {pct(fit.score)} of production time by layer type and shape "
+            f"(threshold {pct(min_coverage)}; {pct(fit.layer_coverage)} by layer type alone, "
             f"shapes within {factor:g}x)"
         )
         evidence.append(
-            Evidence("number", f"{label} representativeness score", value=_pct(fit.score))
+            Evidence("number", f"{label} representativeness score", value=pct(fit.score))
         )
         for layer in fit.layers[:6]:
             evidence.append(
                 Evidence(
                     "number",
                     f"production {layer.layer_type}",
-                    value=f"{_pct(layer.share)} of time, {_pct(layer.covered_share)} covered "
+                    value=f"{pct(layer.share)} of time, {pct(layer.covered_share)} covered "
                     f"({layer.suite_workloads} suite workload(s))",
                 )
             )
@@ -131,7 +131,7 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
                 Evidence(
                     "text",
                     f"production shape outside the suite: {o.layer_type} {o.dims}",
-                    value=f"{_pct(o.share)} of time; {near}",
+                    value=f"{pct(o.share)} of time; {near}",
                 )
             )
     return CheckResult(worst, "; ".join(summaries), tuple(evidence))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from reviewkit.common.format import MISSING
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK, row_status
 from reviewkit.review.checks.registry import (
@@ -129,7 +130,7 @@ def precision_quality(ctx: Context) -> CheckResult:
         Evidence(
             "number",
             "worst relative error",
-            value=(f"{worst['id']} {worst['dtype']}: {worst['rel_error']:.2e}" if worst else "n/a"),
+            value=f"{worst['id']} {worst['dtype']}: {worst['rel_error']:.2e}" if worst else MISSING,
         )
     )
     return CheckResult(

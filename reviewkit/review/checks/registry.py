@@ -100,5 +100,3 @@ def _workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence
     return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reviewkit.bundle.run import STATUS_OK
+from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import (
     FAIL,
     NUMBER,
@@ -11,7 +12,6 @@ from reviewkit.review.checks.registry import (
     CheckResult,
     Context,
     Evidence,
-    _pct,
     check,
 )
 
@@ -62,7 +62,7 @@ def stack_maturity(ctx: Context) -> CheckResult:
                 evidence.append(
                     Evidence(
                         "workload",
-                        f"{label}: possible slow path: MFU {_pct(w['mfu'])} on a "
+                        f"{label}: possible slow path: MFU {pct(w['mfu'])} on a "
                         "matmul-class workload, overhead-bound",
                         value=w["id"],
                         reproduce=w["reproduce"],
@@ -78,7 +78,7 @@ def stack_maturity(ctx: Context) -> CheckResult:
         parts = []
         if slow:
             parts.append(
-                f"{len(slow)} matmul-class workload(s) below {_pct(slow_mfu)} MFU and "
+                f"{len(slow)} matmul-class workload(s) below {pct(slow_mfu)} MFU and "
                 f"overhead-bound (a slow path?): {', '.join(slow[:4])}"
             )
         if notes:
