@@ -268,9 +268,14 @@ def test_stability_says_sensors_are_not_available_and_marks_partial_windows():
 
 def _soak_for_chart(doc: dict) -> dict:
     """The chart input packet.py builds from a soak document (through the packet code)."""
+    from pathlib import Path
+
+    from reviewkit.evidence.files import Loaded
+    from reviewkit.evidence.soak import read_soak
     from reviewkit.render.packet.evidence import one_soak
 
-    return one_soak(doc, "evidence/soak.json", several=False)
+    soak = read_soak(Loaded(Path("evidence/soak.json"), doc))
+    return one_soak(soak, "evidence/soak.json", several=False)
 
 
 def test_no_soak_cited_says_how_to_get_one(tmp_path):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK, row_status
+from reviewkit.evidence.soak import Soak, SoakUnusable, read_soak
 from reviewkit.render.packet.labels import ms, run_label, slice_name
 from reviewkit.review.gate import Report
 
@@ -213,20 +216,22 @@ def soak_input(report: Report) -> tuple[list[dict], list[str]]:
     soaks = []
     for source, doc in docs:
         try:
-            soaks.append(one_soak(doc, source, several=len(docs) > 1))
-        except MALFORMED as exc:
-            notes.append(f"{source}: not a usable soak result ({type(exc).__name__})")
+            soak = read_soak(evidence.Loaded(Path(source), doc))
+        except SoakUnusable as exc:
+            notes.append(f"{source}: not a usable soak result: {exc}")
+            continue
+        soaks.append(one_soak(soak, source, several=len(docs) > 1))
     return soaks, notes
 
 
-def one_soak(doc: dict, source: str, several: bool) -> dict:
-    a = doc.get("analysis") or {}
+def one_soak(soak: Soak, source: str, several: bool) -> dict:
+    """The stability chart's input of one soak, from its typed record."""
     subwindows = [
         {k: sw.get(k) for k in ("index", "start_s", "end_s", "calls_per_s", "partial")}
-        for sw in doc["subwindows"]
+        for sw in soak.subwindows
     ]
     series: dict[str, list[dict]] = {"clocks": [], "temperatures": []}
-    for sw in doc["subwindows"]:
+    for sw in soak.subwindows:
         t = sw.get("end_s")  # a reading is taken at the end of its sub-window
         for reader, values in (sw.get("readings") or {}).items():
             kind = (
@@ -249,29 +254,29 @@ def one_soak(doc: dict, source: str, several: bool) -> dict:
             continue
         why = [
             f"{name}: {info.get('reason') or 'no reading'}"
-            for name, info in sorted((doc.get("sensors") or {}).items())
+            for name, info in sorted(soak.sensors.items())
             if name.endswith(suffix) and isinstance(info, dict)
         ]
         sensor_notes.append(f"{kind}: not available: {'; '.join(why) or 'no sensor recorded'}")
-    trend = a.get("trend") or {}
-    workload = (doc.get("workload") or {}).get("id", "?")
+    trend = soak.trend
+    workload = soak.workload_id
     return {
         "workload": f"{workload} ({source})" if several else str(workload),
         "source": source,
-        "window_s": doc.get("measured_window_s"),
-        "complete": bool(doc.get("complete")),
-        "verdict": a.get("verdict"),
-        "reasons": [str(x) for x in a.get("reasons") or []],
+        "window_s": soak.window_s,
+        "complete": soak.complete,
+        "verdict": soak.verdict,
+        "reasons": list(soak.reasons),
         "trend": {
             k: trend.get(k)
             for k in ("mean", "slope_per_s", "relative_change", "relative_change_ci", "reason")
         },
-        "throttling": {k: (a.get("throttling") or {}).get(k) for k in ("status", "reason")},
+        "throttling": {"status": soak.throttling_status, "reason": soak.throttling_reason},
         "subwindows": subwindows,
         "clocks": series["clocks"],
         "temperatures": series["temperatures"],
         "sensor_notes": sensor_notes
-        + ([] if doc.get("complete", True) else ["the soak was interrupted"]),
+        + ([] if soak.complete else ["the soak was interrupted"]),
     }
 
 

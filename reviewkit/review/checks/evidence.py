@@ -10,6 +10,7 @@ from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
 from reviewkit.evidence.files import STATUS_OK, row_status
+from reviewkit.evidence.soak import SoakUnusable, read_soak
 from reviewkit.review.checks.registry import (
     BOOLEAN,
     FAIL,
@@ -49,47 +50,50 @@ def long_window_stability(ctx: Context) -> CheckResult:
     need_sensors = bool(ctx.params["require_throttling_evidence"])
     evidence = [ctx.artifact("long-window evidence", p) for p in files]
     loaded = evidence_files.read_all(files, evidence_files.SOAK)
-    soaks = [x for x in loaded if x.ok]
+    soaks, unreadable = [], []
+    for x in loaded:
+        if x.ok:
+            try:
+                soaks.append(read_soak(x))
+            except SoakUnusable as exc:
+                unreadable.append(f"{ctx.review.relative(x.path)}: {exc}")
     if not soaks:
+        why = "; ".join([_unusable(loaded, ctx), *unreadable]).strip("; ")
         return CheckResult(
             WARN,
             "long-window evidence is cited but is not a `reviewkit soak` result, so its "
-            f"drift and throttling cannot be checked ({_unusable(loaded, ctx)})",
+            f"drift and throttling cannot be checked ({why})",
             tuple(evidence),
         )
     failures, gaps = [], []
     if len(soaks) < len(loaded):
-        gaps.append(f"not used: {_unusable(loaded, ctx)}")
+        why = "; ".join([_unusable(loaded, ctx), *unreadable]).strip("; ")
+        gaps.append(f"not used: {why}")
     candidate_ids = _candidate_ids(ctx)
-    for x in soaks:
-        doc, a = x.doc, x.doc.get("analysis", {})
-        wid = doc.get("workload", {}).get("id", "?")
-        verdict, throttling = a.get("verdict"), a.get("throttling", {})
-        window = float(doc.get("measured_window_s") or 0.0)
-        trend = a.get("trend", {})
-        change = trend.get("relative_change")
+    for soak in soaks:
+        wid, window, change = soak.workload_id, soak.window_s, soak.trend.get("relative_change")
         evidence.append(
             Evidence(
                 "number",
                 f"soak of {wid} over {window:.3g} s",
-                value=f"{verdict}; throughput trend "
+                value=f"{soak.verdict}; throughput trend "
                 + (f"{change:+.1%}" if change is not None else "not computed")
-                + f"; throttling: {throttling.get('status', '?')}",
-                reproduce=doc.get("workload", {}).get("reproduce", ""),
+                + f"; throttling: {soak.throttling_status}",
+                reproduce=soak.reproduce,
             )
         )
-        if verdict == DRIFT:
-            failures.append(f"{wid} drifts: {'; '.join(a.get('reasons', []))}")
-        elif verdict != STABLE:
-            gaps.append(f"{wid}: {verdict}: {'; '.join(a.get('reasons', []))}")
-        if throttling.get("status") == THROTTLED:
-            failures.append(f"{wid} throttled: {throttling.get('reason', '')}")
-        elif throttling.get("status") == THROTTLING_NOT_AVAILABLE and need_sensors:
+        if soak.verdict == DRIFT:
+            failures.append(f"{wid} drifts: {'; '.join(soak.reasons)}")
+        elif soak.verdict != STABLE:
+            gaps.append(f"{wid}: {soak.verdict}: {'; '.join(soak.reasons)}")
+        if soak.throttling_status == THROTTLED:
+            failures.append(f"{wid} throttled: {soak.throttling_reason}")
+        elif soak.throttling_status == THROTTLING_NOT_AVAILABLE and need_sensors:
             gaps.append(
                 f"throttling not judged (clocks and temperatures not available: "
-                f"{throttling.get('reason', '')})"
+                f"{soak.throttling_reason})"
             )
-        if not doc.get("complete", False):
+        if not soak.complete:
             gaps.append(f"the soak of {wid} was interrupted after {window:.3g} s")
         if window < min_window_s:
             gaps.append(
@@ -104,7 +108,7 @@ def long_window_stability(ctx: Context) -> CheckResult:
         return CheckResult(WARN, "throughput is stable, but " + "; ".join(gaps), tuple(evidence))
     return CheckResult(
         PASS,
-        f"stable over {min(float(x.doc.get('measured_window_s') or 0) for x in soaks):.3g} s "
+        f"stable over {min(soak.window_s for soak in soaks):.3g} s "
         "or more: no throughput drift beyond the threshold, no throttling",
         tuple(evidence),
     )
