@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.errors import UsageError
 from reviewkit.evidence import files as evidence
 from reviewkit.evidence import loadgen
@@ -76,7 +77,7 @@ def run_sweep(
                 for _ in range(2):  # warm-up: allocator growth, oneDNN primitive creation
                     call()
                 sweep = loadgen.Sweep(call, rules, on_level=label)
-                row.update(status="ok", reason="", **sweep.run(sla_p99_s))
+                row.update(status=STATUS_OK, reason="", **sweep.run(sla_p99_s))
         except Exception as exc:  # a failure is data: record it, go on
             row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:300])
         results.append(row)
