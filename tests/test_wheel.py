@@ -47,15 +47,17 @@ def installed(tmp_path_factory) -> Path:
 
 def test_the_wheel_ships_the_templates_rubric_and_layer_map(installed):
     names = _run([installed / "bin" / "python", "-c",
-                  "import reviewkit, reviewkit.rubrics as r, reviewkit.templates as t;"
-                  "print(reviewkit.__file__); print(sorted(p.name for p in r.FOLDER.iterdir()));"
-                  "print(sorted(p.name for p in t.FOLDER.iterdir()))"], cwd=installed)  # fmt: skip
+                  "import json, reviewkit, reviewkit.rubrics as r, reviewkit.templates as t;"
+                  "print(reviewkit.__file__);"
+                  "print(json.dumps(sorted(p.name for p in r.FOLDER.iterdir())));"
+                  "print(json.dumps(sorted(p.name for p in t.FOLDER.iterdir())))"],
+                 cwd=installed)  # fmt: skip
     assert names.returncode == 0, names.stderr
     where, rubric_files, template_files = names.stdout.splitlines()
     assert where.startswith(str(installed)), f"imported {where}, not the wheel"
-    assert {"default.toml", "layer_map.toml"} <= set(eval(rubric_files))
+    assert {"default.toml", "layer_map.toml"} <= set(json.loads(rubric_files))
     assert {"packet.html.j2", "packet.css", "print.css", "screen.css", "packet.js", "site.js",
-            "site_index.html.j2", "packet"} <= set(eval(template_files))  # fmt: skip
+            "site_index.html.j2", "packet"} <= set(json.loads(template_files))  # fmt: skip
 
 
 def test_the_installed_wheel_checks_and_renders_a_review_from_another_folder(

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reviewkit.bundle.run import STATUS_OK
-from reviewkit.common.format import pct
+from reviewkit.common.format import MISSING, pct
 from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
 
@@ -20,7 +20,7 @@ PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one
 
 def _time(seconds: float | None) -> str:
     if seconds is None:
-        return "—"
+        return MISSING
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
@@ -28,7 +28,7 @@ def _time(seconds: float | None) -> str:
 
 
 def _rate(flops_per_s: float | None) -> str:
-    return "—" if flops_per_s is None else f"{flops_per_s / 1e9:.3g}"
+    return MISSING if flops_per_s is None else f"{flops_per_s / 1e9:.3g}"
 
 
 def ceilings_table(doc: dict) -> Table:
@@ -46,7 +46,7 @@ def ceilings_table(doc: dict) -> Table:
         )
     bw = c.get("bandwidth")
     if bw:
-        gb = lambda x: "—" if x is None else f"{x / 1e9:.3g}"  # noqa: E731
+        gb = lambda x: MISSING if x is None else f"{x / 1e9:.3g}"  # noqa: E731
         t.add_row(
             "memory (GB/s)",
             gb(bw.get("peak")),
@@ -104,7 +104,7 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
             _time(s["p99_s"]),
             _rate(w.get("achieved_flops_per_s")),
             pct(w.get("mfu")),
-            w.get("bottleneck") or "—",
+            w.get("bottleneck") or MISSING,
             ", ".join(w.get("flags") or []),
         )
     return t
@@ -203,7 +203,7 @@ STATUS_STYLE = {"pass": "green", "warn": "yellow", "missing": "magenta", "fail":
 
 def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
     if x is None:
-        return "—"
+        return MISSING
     return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
@@ -270,11 +270,11 @@ def print_comparison(comp, console: Console) -> None:
             + (f" ({escape(w.reason)})" if w.reason else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
-            "—" if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
-            "—" if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
+            MISSING if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
+            MISSING if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
             f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
             if w.bottleneck_changed
-            else str(w.bottleneck_baseline or "—"),
+            else str(w.bottleneck_baseline or MISSING),
         )
     console.print(t)
     regressions = comp.p99_regressions

@@ -35,7 +35,7 @@ def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _need(cond: bool, path: Path, key: str, expected: str) -> None:
+def _need(cond: bool, key: str, expected: str) -> None:
     if not cond:
         raise SoakUnusable(f"`{key}` must be {expected}; re-run `reviewkit soak`")
 
@@ -47,24 +47,24 @@ def read_soak(loaded: Loaded) -> Soak:
     `.get()` chains, and both see a missing `complete` the same way: not usable (the gate read
     it as interrupted, the packet as complete)."""
     path, doc = loaded.path, loaded.doc
-    _need(doc is not None, path, "kind", f"a soak result ({loaded.reason})")
+    _need(doc is not None, "kind", f"a soak result ({loaded.reason})")
     workload, analysis = doc.get("workload"), doc.get("analysis")
-    _need(isinstance(workload, dict) and isinstance(workload.get("id"), str), path,
-          "workload.id", "a string")  # fmt: skip
-    _need(_number(doc.get("measured_window_s")), path, "measured_window_s", "a number")
-    _need(isinstance(doc.get("complete"), bool), path, "complete", "true or false")
-    _need(isinstance(analysis, dict), path, "analysis", "a table")
-    _need(isinstance(analysis.get("verdict"), str), path, "analysis.verdict", "a string")
+    _need(isinstance(workload, dict) and isinstance(workload.get("id"), str), "workload.id",
+          "a string")  # fmt: skip
+    _need(_number(doc.get("measured_window_s")), "measured_window_s", "a number")
+    _need(isinstance(doc.get("complete"), bool), "complete", "true or false")
+    _need(isinstance(analysis, dict), "analysis", "a table")
+    _need(isinstance(analysis.get("verdict"), str), "analysis.verdict", "a string")
     reasons = analysis.get("reasons", [])
-    _need(isinstance(reasons, list), path, "analysis.reasons", "a list")
+    _need(isinstance(reasons, list), "analysis.reasons", "a list")
     trend, throttling = analysis.get("trend", {}), analysis.get("throttling", {})
-    _need(isinstance(trend, dict), path, "analysis.trend", "a table")
-    _need(isinstance(throttling, dict), path, "analysis.throttling", "a table")
+    _need(isinstance(trend, dict), "analysis.trend", "a table")
+    _need(isinstance(throttling, dict), "analysis.throttling", "a table")
     subwindows = doc.get("subwindows")
-    _need(isinstance(subwindows, list) and all(isinstance(s, dict) for s in subwindows), path,
+    _need(isinstance(subwindows, list) and all(isinstance(s, dict) for s in subwindows),
           "subwindows", "a list of tables")  # fmt: skip
     sensors = doc.get("sensors", {})
-    _need(isinstance(sensors, dict), path, "sensors", "a table")
+    _need(isinstance(sensors, dict), "sensors", "a table")
     return Soak(
         path=path,
         workload_id=workload["id"],

@@ -197,6 +197,27 @@ def test_the_rubric_params_are_the_packets(tmp_path):
     )
 
 
+
+def test_without_the_rubric_item_the_fit_is_not_scored_and_no_threshold_is_invented(tmp_path):
+    """The fit's thresholds live only in the rubric: a team rubric without the production-shape
+    item gets a note saying so, not a matrix drawn with a factor the packet made up."""
+    import re
+
+    folder = tmp_path / "review"
+    path = write_review(folder, complete_review())
+    write_summary(folder, UNCOVERED_OPS)
+    text = Path(DEFAULT_RUBRIC).read_text()
+    items = re.split(r"(?=^\[\[sections\.items\]\])", text, flags=re.M)
+    kept = [i for i in items if 'check = "production-shape-evidence"' not in i]
+    assert len(kept) == len(items) - 1
+    rubric = tmp_path / "no-fit.toml"
+    rubric.write_text("".join(kept))
+    model = build_model(run_check(path, rubric))
+    pf = model["production_fit"]
+    assert pf["shape_range_factor"] is None and pf["min_coverage"] is None
+    assert pf["note"].startswith("The rubric has no `production-shape-evidence` item")
+    assert pf["candidates"] == [] and "fit_matrix" not in model["charts"]
+
 def test_several_candidates_each_scored_and_equal_fits_drawn_once(tmp_path):
     review = complete_review()
     review["runs"]["candidates"] = ["runs/cand", "runs/cand2", "runs/cand3"]

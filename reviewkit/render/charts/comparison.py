@@ -7,6 +7,7 @@ import math
 
 import altair as alt
 
+from reviewkit.common.format import MISSING
 from reviewkit.render.charts.base import (
     BAR_PX,
     GIGA,
@@ -373,17 +374,17 @@ def platform_matrix(
                 "line2": f"p99 {_fmt(float(p99) * MILLI)} ms" if measured and _finite(p99) else "",
                 "line3": {"met": "SLA met", "missed": "SLA missed"}.get(sla, ""),
                 # Tooltip text: preformatted, so a value that is absent reads as its reason.
-                "workload_id": str(c.get("workload_id") or "—"),
+                "workload_id": str(c.get("workload_id") or MISSING),
                 "device": str(c.get("device_name") or ""),
                 "dtype": str(c.get("dtype") or ""),
                 "mfu_text": (f"{100 * mfu:.1f}% of the {c.get('peak_source')} peak"
                              if _finite(mfu) else str(c.get("reason") or "no MFU")),
-                "p99_text": f"{_fmt(float(p99) * MILLI)} ms" if _finite(p99) else "—",
+                "p99_text": f"{_fmt(float(p99) * MILLI)} ms" if _finite(p99) else MISSING,
                 "sla_text": sla + (f": {c['sla_reason']}" if c.get("sla_reason") else "")
                 + (f" [{c['sla_target']}]" if c.get("sla_target") else ""),
                 "throughput_text": (f"{_fmt(float(rate))} calls/s"
                                     + (f" at batch {c['batch']}" if c.get("batch") else "")
-                                    if _finite(rate) else "—"),
+                                    if _finite(rate) else MISSING),
                 "perf_w_text": (f"{_fmt(float(energy) / GIGA)} GFLOP/J, "
                                 f"{_fmt(float(c.get('avg_watts') or 0.0))} W average"
                                 if _finite(energy) else

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
+from reviewkit.common.format import MISSING
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.render.charts.base import (
     LABEL_LIMIT,
@@ -72,7 +73,7 @@ def _share_text(x: float) -> str:
 def _covered_pct(covered: float, share: float, uncovered: bool) -> str:
     """The covered part of a cell; never "100%" on an outlined cell, nor "0%" on a covered one."""
     if share <= 0:
-        return "—"
+        return MISSING
     pct = 100 * covered / share
     if not uncovered:
         return "100%"

@@ -26,6 +26,12 @@ NO_TRACE = (
 )
 
 
+NO_FIT_ITEM = (
+    f"The rubric has no `{FIT_CHECK}` item, which sets how near a suite workload's shape must "
+    "be (shape_range_factor) and the score to reach (min_coverage): the fit is not scored."
+)
+
+
 NO_USABLE_TRACE = f"No cited file is a usable trace summary (see above): {TRACE_HOWTO}."
 
 
@@ -46,12 +52,7 @@ def _fit_params(report: Report) -> tuple[float | None, float | None, list[str]]:
     thresholds live only there (the rubric loader makes sure the item has both)."""
     item = next((i for i in report.rubric.items if i.check == FIT_CHECK), None)
     if item is None:
-        why = (
-            f"the rubric has no `{FIT_CHECK}` item, which sets how near a suite workload's shape "
-            "must be (shape_range_factor) and the score to reach (min_coverage): the fit is not "
-            "scored"
-        )
-        return None, None, [why]
+        return None, None, [NO_FIT_ITEM]
     return float(item.params["min_coverage"]), float(item.params["shape_range_factor"]), []
 
 
@@ -232,8 +233,7 @@ def fit_input(report: Report, charts) -> tuple[dict, dict]:
         section["note"] = NO_TRACE
         return section, {}
     if factor is None:
-        section["note"] = notes[0][0].upper() + notes[0][1:] + "."
-        section["notes"] = []
+        section["note"], section["notes"] = NO_FIT_ITEM, []
         return section, {}
     traces, provenance, not_used = _usable_traces(report, factor)
     section["notes"] = not_used + notes

@@ -50,25 +50,24 @@ def long_window_stability(ctx: Context) -> CheckResult:
     need_sensors = bool(ctx.params["require_throttling_evidence"])
     evidence = [ctx.artifact("long-window evidence", p) for p in files]
     loaded = evidence_files.read_all(files, evidence_files.SOAK)
-    soaks, unreadable = [], []
+    soaks, not_used = [], []
     for x in loaded:
-        if x.ok:
-            try:
-                soaks.append(read_soak(x))
-            except SoakUnusable as exc:
-                unreadable.append(f"{ctx.review.relative(x.path)}: {exc}")
+        try:
+            if not x.ok:
+                raise SoakUnusable(x.reason)
+            soaks.append(read_soak(x))
+        except SoakUnusable as exc:
+            not_used.append(f"{ctx.review.relative(x.path)}: {exc}")
     if not soaks:
-        why = "; ".join([_unusable(loaded, ctx), *unreadable]).strip("; ")
         return CheckResult(
             WARN,
             "long-window evidence is cited but is not a `reviewkit soak` result, so its "
-            f"drift and throttling cannot be checked ({why})",
+            f"drift and throttling cannot be checked ({'; '.join(not_used)})",
             tuple(evidence),
         )
     failures, gaps = [], []
-    if len(soaks) < len(loaded):
-        why = "; ".join([_unusable(loaded, ctx), *unreadable]).strip("; ")
-        gaps.append(f"not used: {why}")
+    if not_used:
+        gaps.append(f"not used: {'; '.join(not_used)}")
     candidate_ids = _candidate_ids(ctx)
     for soak in soaks:
         wid, window, change = soak.workload_id, soak.window_s, soak.trend.get("relative_change")
