@@ -9,13 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from reviewkit.bundle.run import STATUS_OK
-from reviewkit.common.format import MISSING, pct
+from reviewkit.common.format import MISSING, change_ci, pct
+from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
-
 
 
 def _time(seconds: float | None) -> str:
@@ -87,6 +87,33 @@ def layer_table(doc: dict, dtype: str) -> Table:
             a["bottleneck"],
             f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
         )
+    return t
+
+
+def review_layer_table(report) -> Table | None:
+    """MFU / memory-stall per layer type of a review's runs (walk): one column per run and dtype."""
+    runs = [("baseline", report.baseline)] + [
+        (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(report.review_candidates)
+    ]
+    columns, layers = [], []
+    for label, doc in runs:
+        for dtype, by_layer in (doc.get("layer_types_by_dtype") or {}).items():
+            columns.append((f"{label} {dtype}", by_layer))
+            layers += [lt for lt in by_layer if lt not in layers]
+    if not columns:
+        return None
+    t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    t.add_column("layer type")
+    for name, _ in columns:
+        t.add_column(f"{name} MFU / stall", justify="right")
+    for lt in layers:
+        cells = []
+        for _, by_layer in columns:
+            agg = by_layer.get(lt)
+            cells.append(
+                f"{pct(agg.get('mfu'))} / {pct(agg.get('memory_stall_fraction'))}" if agg else ""
+            )
+        t.add_row(lt, *cells)
     return t
 
 
@@ -380,7 +407,7 @@ def sweep_rows(doc: dict) -> Sequence[tuple[str, ...]]:
 
 
 def _pct_ci(ci) -> str:
-    return f"{ci[0]:+.1%} .. {ci[1]:+.1%}" if ci else "no interval"
+    return change_ci(tuple(ci) if ci else None)
 
 
 def soak_text(doc: dict) -> str:
@@ -395,7 +422,7 @@ def soak_text(doc: dict) -> str:
     ]
     if tr["relative_change"] is not None:
         lines.append(
-            f"throughput trend: {tr['relative_change']:+.1%} over {tr['span_s']:.3g} s "
+            f"throughput trend: {fmt_change(tr['relative_change'])} over {tr['span_s']:.3g} s "
             f"(95% CI {_pct_ci(tr['relative_change_ci'])}), mean {tr['mean']:.4g} calls/s"
         )
     else:

@@ -12,13 +12,12 @@ from pathlib import Path
 import tomlkit
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 from tomlkit.items import InlineTable
 
+from reviewkit.cli.console import review_layer_table
 from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.files import write_text_atomic
-from reviewkit.common.format import pct
 from reviewkit.common.tomlfile import closest, read_toml, tomllib
 from reviewkit.review.checks import CHECKS, Context, Evidence
 from reviewkit.review.gate import Finding, Report, run_check
@@ -201,6 +200,7 @@ def record_answers(
             f"{path}: recording the answers would change more than [answers]; the file was not "
             "changed (please report this with the file)"
         )
+
     def still_valid(tmp: Path) -> None:
         try:
             load_review(tmp, allow_outside=allow_outside)  # same folder: same relative paths
@@ -233,34 +233,6 @@ def _check_result(report: Report, name: str) -> tuple[str, str, tuple[Evidence, 
     return r.status, r.summary, r.evidence
 
 
-
-def _layer_table(report: Report) -> Table | None:
-    """MFU / memory-stall per layer type, one column per run and dtype."""
-    runs = [("baseline", report.baseline)] + [
-        (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(report.review_candidates)
-    ]
-    columns, layers = [], []
-    for label, doc in runs:
-        for dtype, by_layer in (doc.get("layer_types_by_dtype") or {}).items():
-            columns.append((f"{label} {dtype}", by_layer))
-            layers += [lt for lt in by_layer if lt not in layers]
-    if not columns:
-        return None
-    t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    t.add_column("layer type")
-    for name, _ in columns:
-        t.add_column(f"{name} MFU / stall", justify="right")
-    for lt in layers:
-        cells = []
-        for _, by_layer in columns:
-            agg = by_layer.get(lt)
-            cells.append(
-                f"{pct(agg.get('mfu'))} / {pct(agg.get('memory_stall_fraction'))}" if agg else ""
-            )
-        t.add_row(lt, *cells)
-    return t
-
-
 def _example_pointer(report: Report) -> str:
     """A pointer to suggest: the first candidate's run.json at its model (or slowest) workload."""
     if not report.review_candidates:
@@ -287,7 +259,7 @@ def _show_evidence(report: Report, console: Console) -> None:
             say(f"    {escape(e.label)}")
             if e.value:
                 say(f"      [dim]slowest {escape(e.value)} · reproduce: {escape(e.reproduce)}[/]")
-    table = _layer_table(report)
+    table = review_layer_table(report)
     if table is not None:
         say("  MFU / memory-stall fraction per layer type:")
         console.print(table, highlight=False)

@@ -11,6 +11,16 @@ def pct(x: float | None, digits: int = 1) -> str:
     return MISSING if x is None else f"{100 * x:.{digits}f}%"
 
 
+def change(x: float | None, digits: int = 1) -> str:
+    """A relative change with its sign: 0.0234 -> "+2.3%", -0.1 -> "-10.0%"."""
+    return MISSING if x is None else f"{100 * x:+.{digits}f}%"
+
+
+def change_ci(ci: tuple[float, float] | None) -> str:
+    """The interval of a relative change: (-0.02, 0.031) -> "-2.0% .. +3.1%"."""
+    return "no interval" if ci is None else f"{change(ci[0])} .. {change(ci[1])}"
+
+
 def num(x: float | None, digits: int = 3) -> str:
     """A number to `digits` significant figures."""
     return MISSING if x is None else f"{x:.{digits}g}"

@@ -14,6 +14,8 @@ from reviewkit.analysis.stats import (
     bootstrap_quantiles,
     interval,
 )
+from reviewkit.common.format import change as fmt_change
+from reviewkit.common.format import change_ci
 
 # A change over the window below 5% is smaller than the mapping wins reviews typically weigh
 # (10% and up) and within what shared hosts move a median between runs: call it noise, not
@@ -254,7 +256,7 @@ def throttling(
         if clocks:
             worst = min(c.change for c in clocks)
             parts.append(
-                f"{len(clocks)} clock(s), largest change {worst:+.1%} "
+                f"{len(clocks)} clock(s), largest change {fmt_change(worst)} "
                 f"(throttled below -{clock_drop:.0%})"
             )
         checked = [t for t in temps if t.critical_c is not None]
@@ -297,8 +299,8 @@ def detect(
         low, high = tr.relative_change_ci
         if (low > 0 or high < 0) and abs(tr.relative_change) >= threshold:
             reasons.append(
-                f"throughput changed {tr.relative_change:+.1%} over the window "
-                f"(95% CI {low:+.1%} .. {high:+.1%}; threshold {threshold:.0%})"
+                f"throughput changed {fmt_change(tr.relative_change)} over the window "
+                f"(95% CI {change_ci((low, high))}; threshold {threshold:.0%})"
             )
     if fl.ratio_ci is not None:
         low, high = fl.ratio_ci

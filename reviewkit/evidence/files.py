@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from reviewkit.bundle.run import STATUS_OK
 
-__all__ = ["NO_STATUS", "STATUS_NOT_APPLICABLE", "STATUS_OK", "row_status"]
+__all__ = [
+    "NO_STATUS",
+    "STATUS_NOT_APPLICABLE",
+    "STATUS_OK",
+    "EvidenceUnusable",
+    "read_cited",
+    "row_status",
+]
 
 QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
 TRACE = "reviewkit.trace_summary"
@@ -88,3 +97,29 @@ def read(path: Path, kind: str) -> Loaded:
 
 def read_all(paths: tuple[Path, ...] | list[Path], kind: str) -> list[Loaded]:
     return [read(p, kind) for p in paths]
+
+
+class EvidenceUnusable(ValueError):
+    """A cited file of the right kind whose fields cannot be read into its typed record; the
+    message names the key (the caller names the file, as the review cites it)."""
+
+
+Record = TypeVar("Record")
+
+
+def read_cited(
+    paths: Sequence[Path], kind: str, parse: Callable[[Loaded], Record]
+) -> tuple[list[Record], list[tuple[Path, str]]]:
+    """Every cited `kind` file read into its typed record by `parse`, and (path, reason) for
+    each file that is not used: the gate and the packet take the same files and give the same
+    reasons."""
+    records, not_used = [], []
+    for loaded in read_all(tuple(paths), kind):
+        if not loaded.ok:
+            not_used.append((loaded.path, loaded.reason))
+            continue
+        try:
+            records.append(parse(loaded))
+        except EvidenceUnusable as exc:
+            not_used.append((loaded.path, str(exc)))
+    return records, not_used

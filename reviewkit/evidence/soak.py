@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewkit.evidence.files import Loaded
+from reviewkit.evidence.files import EvidenceUnusable, Loaded
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Soak:
     sensors: dict = field(default_factory=dict)  # reader -> {"available", "reason"}
 
 
-class SoakUnusable(ValueError):
+class SoakUnusable(EvidenceUnusable):
     """A soak file of the right kind whose fields cannot be read; the message names the key
     (the caller names the file, as the review cites it)."""
 

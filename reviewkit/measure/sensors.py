@@ -215,6 +215,24 @@ class NvmlEnergyMeter:
         return {self.name: (end - self._start_mj) * MILLI}
 
 
+def open_nvml(purpose: str) -> tuple[Any, Availability]:
+    """The initialised pynvml module, or None and why not (not installed, no driver, no
+    device): the one place NVML is imported and started. `purpose` says what would have been
+    read, for the reason."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+    except ImportError:
+        return None, Availability(
+            False, f"pynvml is not installed (pip install nvidia-ml-py), so {purpose} cannot "
+            "be read"
+        )  # fmt: skip
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError: no driver, no device
+        return None, Availability(False, f"NVML not usable: {type(exc).__name__}: {exc}")
+    return pynvml, Availability(True)
+
+
 def nvml_handle(
     nvml: Any, device_index: int, gpu_uuid: str | None = None, pci_bus_id: str | None = None
 ) -> tuple[Any, str]:
@@ -272,15 +290,10 @@ def energy_meter(
             )  # fmt: skip
         return EnergyMeter(domains), Availability(True)
     if device_type == "cuda":
+        pynvml, ok = open_nvml("NVML's energy counter")
+        if pynvml is None:
+            return None, ok
         try:
-            import pynvml  # type: ignore[import-not-found]
-        except ImportError:
-            return None, Availability(
-                False, "pynvml is not installed (pip install nvidia-ml-py), so NVML's energy "
-                "counter cannot be read"
-            )  # fmt: skip
-        try:
-            pynvml.nvmlInit()
             handle, label = nvml_handle(pynvml, index, gpu_uuid)
             meter = NvmlEnergyMeter(pynvml, handle, label, name=f"gpu-{index}")
             meter._read_mj()  # readable now (Volta or newer, supported board), or say why not
@@ -325,17 +338,16 @@ def cpu_clocks_mhz(root: Path = CPUFREQ) -> tuple[dict[str, float], Availability
 
 
 def nvml_energy() -> Availability:
-    """Whether NVML's total-energy counter can be read (NVIDIA GPUs, driver and pynvml present)."""
+    """Whether NVML's total-energy counter of GPU 0 can be read (NVIDIA GPUs, driver and pynvml
+    present): the survey's answer, recorded as evidence."""
+    pynvml, ok = open_nvml("NVML's energy counter")
+    if pynvml is None:
+        return ok
     try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError:
-        return Availability(False, "pynvml is not installed (no NVIDIA energy counter to read)")
-    try:
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        handle, _ = nvml_handle(pynvml, 0)
         pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         return Availability(True)
-    except Exception as exc:  # NVMLError subclasses, no driver, no device
+    except Exception as exc:  # NVMLError subclasses, no device, not supported
         return Availability(False, f"NVML energy counter not readable: {exc}")
 
 

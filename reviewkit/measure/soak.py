@@ -57,14 +57,9 @@ THROTTLE_READERS = {
 
 def _nvml_read(index: int, pci_bus_id: str | None, what: str) -> Reading:
     """One NVML value of one GPU: what = "temperature" | "sm_clock" | "slowdown"."""
-    try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError:
-        return {}, Availability(False, "pynvml is not installed (no NVML to read GPU sensors)")
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError: no driver, no device
-        return {}, Availability(False, f"NVML not usable: {type(exc).__name__}: {exc}")
+    pynvml, ok = sensors.open_nvml(f"the GPU {what.replace('_', ' ')}")
+    if pynvml is None:
+        return {}, ok
     try:
         # NVML numbers GPUs in PCI order, CUDA by speed unless told otherwise: the bus id
         # names the same GPU in both.

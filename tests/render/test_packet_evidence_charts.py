@@ -272,7 +272,7 @@ def _soak_for_chart(doc: dict) -> dict:
 
     from reviewkit.evidence.files import Loaded
     from reviewkit.evidence.soak import read_soak
-    from reviewkit.render.packet.evidence import one_soak
+    from reviewkit.render.packet.soak import one_soak
 
     soak = read_soak(Loaded(Path("evidence/soak.json"), doc))
     return one_soak(soak, "evidence/soak.json", several=False)

@@ -273,7 +273,7 @@ def test_an_sla_target_named_by_shape_holds_every_dtype_in_the_gate_and_the_pack
     """One matcher for gate and packet: a target naming the shape without its dtype
     (`model.toy-decoder.b1s256`) holds the candidate's bf16 workload on both sides. The gate
     used to match the id only and failed such a target as matching nothing."""
-    from reviewkit.render.packet.evidence import sweep_input
+    from reviewkit.render.packet.sweep import sweep_input
 
     review = complete_review()
     review["sla"]["targets"][0]["workload"] = "model.toy-decoder.b1s256"
@@ -294,7 +294,7 @@ def test_a_quality_row_without_a_status_is_not_measured_for_the_gate_or_the_pack
     """One rule for both readers: a row that does not say it was measured is not counted as
     measured. The gate fails it as a problem; the packet leaves it off the drift chart and says
     so (it used to read a missing status as "ok" and draw it)."""
-    from reviewkit.render.packet.evidence import quality_input
+    from reviewkit.render.packet.quality import quality_input
 
     path = write_review(tmp_path, complete_review())
     quality = json.loads((tmp_path / "evidence" / "quality.json").read_text())

@@ -6,6 +6,8 @@ import math
 
 import altair as alt
 
+from reviewkit.common.format import change as fmt_change
+from reviewkit.common.format import change_ci
 from reviewkit.render.charts.base import (
     BAR_PX,
     CATEGORY_SCHEME,
@@ -299,9 +301,9 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     change, ci = trend.get("relative_change"), trend.get("relative_change_ci")
     lines = [f"verdict: {verdict}"]
     if _finite(change):
-        text = f"trend {change:+.1%} over the window"
+        text = f"trend {fmt_change(change)} over the window"
         if ci and len(ci) == 2 and all(_finite(v) for v in ci):
-            text += f" (95% CI {ci[0]:+.1%} .. {ci[1]:+.1%})"
+            text += f" (95% CI {change_ci(ci)})"
         lines.append(text + "; dashed: the fitted line")
     elif trend.get("reason"):
         lines.append(f"no trend: {trend['reason']}")

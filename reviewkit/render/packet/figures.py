@@ -1,16 +1,15 @@
-"""The packet's charts: each section's inputs drawn through render.charts, once per packet."""
+"""The packet's charts, section by section: the run-level sections' inputs here, the
+production-evidence sections' in their own modules (sweep, soak, energy, quality, shapes)."""
 
 from __future__ import annotations
 
 from reviewkit.analysis.sla import calls_per_s
-from reviewkit.render.packet.evidence import (
-    energy_input,
-    quality_input,
-    shape_input,
-    soak_input,
-    sweep_input,
-)
+from reviewkit.render.packet.energy import energy_charts
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
+from reviewkit.render.packet.quality import quality_charts
+from reviewkit.render.packet.shapes import shape_charts
+from reviewkit.render.packet.soak import soak_charts
+from reviewkit.render.packet.sweep import sweep_charts
 from reviewkit.review.checks import PASS
 from reviewkit.review.gate import Report
 
@@ -22,6 +21,23 @@ def draw_charts(
     workload_rows: list[dict],
     charts,
 ) -> dict:
+    """Every section's chart specs, by the names the template partials place them under."""
+    return {
+        **_roofline_charts(runs, charts),
+        **_layer_charts(layer_rows, charts),
+        **_latency_charts(runs, charts),
+        **_comparison_charts(report, charts),
+        **_risk_charts(report, charts),
+        **_platform_charts(report, charts),
+        **shape_charts(report, workload_rows, charts),
+        **sweep_charts(report, charts),
+        **soak_charts(report, charts),
+        **energy_charts(runs, charts),
+        **quality_charts(report, charts),
+    }
+
+
+def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
     roofline_runs = []
     for label, doc in runs:
         ceilings = doc.get("ceilings") or {}
@@ -50,6 +66,10 @@ def draw_charts(
                 ],
             }
         )
+    return {"roofline": charts.roofline(roofline_runs)}
+
+
+def _layer_charts(layer_rows: list[dict], charts) -> dict:
     layer_chart_rows = [
         {
             "run": f"{row['run']} {row['dtype']}",
@@ -69,6 +89,14 @@ def draw_charts(
         }
         for row in layer_rows
     ]
+    return {
+        "mfu_by_layer": charts.mfu_by_layer(layer_chart_rows),
+        "stall_by_layer": charts.stall_by_layer(layer_chart_rows),
+        "time_decomposition": charts.time_decomposition(decomposition),
+    }
+
+
+def _latency_charts(runs: list[tuple[str, dict]], charts) -> dict:
     latency = []
     for label, doc in runs:
         for w in doc["workloads"]:
@@ -83,6 +111,10 @@ def draw_charts(
                         "p99_s": w["stats"]["p99_s"],
                     }
                 )
+    return {"latency": charts.latency_distribution(latency, LATENCY_CHART_WORKLOADS)}
+
+
+def _comparison_charts(report: Report, charts) -> dict:
     forest_layers, forest_workloads = [], []
     multi = len(report.comparisons) > 1
     for i, comp in enumerate(report.comparisons):
@@ -108,41 +140,30 @@ def draw_charts(
             for w in comp.workloads
             if w.median_ratio is not None
         ]
-    specs = {
-        "roofline": charts.roofline(roofline_runs),
-        "mfu_by_layer": charts.mfu_by_layer(layer_chart_rows),
-        "stall_by_layer": charts.stall_by_layer(layer_chart_rows),
-        "time_decomposition": charts.time_decomposition(decomposition),
-        "latency": charts.latency_distribution(latency, LATENCY_CHART_WORKLOADS),
+    return {
         "forest_layers": charts.forest(forest_layers, item="layer type"),
         "forest_workloads": charts.forest(forest_workloads),
-        "risk_map": charts.risk_map(
-            [
-                {
-                    "description": k.description,
-                    "level": k.level,
-                    "likelihood": k.likelihood,
-                    "owner": k.owner,
-                }
-                for k in report.review.risks
-            ]
-        ),
     }
+
+
+def _risk_charts(report: Report, charts) -> dict:
+    risks = [
+        {"description": k.description, "level": k.level, "likelihood": k.likelihood,
+         "owner": k.owner}
+        for k in report.review.risks
+    ]  # fmt: skip
+    return {"risk_map": charts.risk_map(risks)}
+
+
+def _platform_charts(report: Report, charts) -> dict:
     from reviewkit.analysis.platforms import device_name
 
     devices = {device_name(d) for d in [report.baseline, *(d for _, d in report.review_candidates)]}
-    if len(report.comparisons) > 1 or len(devices) > 1:
-        # Across devices the baseline is one of the platforms on the shortlist: it is traded
-        # against the candidates too, not only the candidates against each other.
-        specs["trade_view"] = charts.trade_view(
-            trade_rows(report, with_baseline=len(devices) > 1)
-        )
-    specs["shape_portability"] = charts.shape_heatmap(shape_input(report, workload_rows))
-    specs["latency_throughput"] = charts.latency_throughput(*sweep_input(report))
-    specs["stability"] = charts.stability(*soak_input(report))
-    specs["perf_per_watt"] = charts.perf_per_watt(*energy_input(runs))
-    specs["quality_drift"] = charts.quality_drift(*quality_input(report))
-    return specs
+    if len(report.comparisons) <= 1 and len(devices) <= 1:
+        return {}
+    # Across devices the baseline is one of the platforms on the shortlist: it is traded
+    # against the candidates too, not only the candidates against each other.
+    return {"trade_view": charts.trade_view(trade_rows(report, with_baseline=len(devices) > 1))}
 
 
 # Staying on the baseline rolls nothing out: it carries no engineering risk of the change.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from reviewkit.evidence.trace import fit as fitmatrix
-from reviewkit.render.packet.evidence import loaded_evidence
+from reviewkit.render.packet.cited import loaded_evidence
 from reviewkit.render.packet.labels import number_or_none, run_label
 from reviewkit.review.checks import FAIL, PASS
 from reviewkit.review.gate import Report

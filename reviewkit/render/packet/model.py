@@ -131,8 +131,7 @@ def _artifacts(report: Report) -> list[dict]:
     r = report.review
     files = [("review file", r.path), ("baseline run", run_file(r.baseline))]
     files += [
-        (f"{run_label(i, len(r.candidates))} run", run_file(p))
-        for i, p in enumerate(r.candidates)
+        (f"{run_label(i, len(r.candidates))} run", run_file(p)) for i, p in enumerate(r.candidates)
     ]
     for kind in sorted(r.evidence):
         files += [(f"evidence: {kind}", p) for p in r.evidence[kind]]

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from reviewkit.analysis.compare import SLOWER, slice_key
 from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
+from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
-from reviewkit.evidence.files import STATUS_OK, row_status
-from reviewkit.evidence.soak import SoakUnusable, read_soak
+from reviewkit.evidence.soak import read_soak
+from reviewkit.evidence.sweep import SweptWorkload, best_under_sla, read_sweep
 from reviewkit.review.checks.registry import (
     BOOLEAN,
     FAIL,
@@ -30,10 +31,6 @@ def _candidate_ids(ctx: Context) -> set[str]:
     return {w["id"] for _, cand in ctx.candidates for w in cand["workloads"]}
 
 
-def _unusable(loaded: list[evidence_files.Loaded], ctx: Context) -> str:
-    return "; ".join(f"{ctx.review.relative(x.path)}: {x.reason}" for x in loaded if not x.ok)
-
-
 @check(
     "long-window-stability",
     params={"min_window_s": NUMBER, "require_throttling_evidence": BOOLEAN},
@@ -49,15 +46,8 @@ def long_window_stability(ctx: Context) -> CheckResult:
     min_window_s = float(ctx.params["min_window_s"])
     need_sensors = bool(ctx.params["require_throttling_evidence"])
     evidence = [ctx.artifact("long-window evidence", p) for p in files]
-    loaded = evidence_files.read_all(files, evidence_files.SOAK)
-    soaks, not_used = [], []
-    for x in loaded:
-        try:
-            if not x.ok:
-                raise SoakUnusable(x.reason)
-            soaks.append(read_soak(x))
-        except SoakUnusable as exc:
-            not_used.append(f"{ctx.review.relative(x.path)}: {exc}")
+    soaks, unusable = evidence_files.read_cited(files, evidence_files.SOAK, read_soak)
+    not_used = [f"{ctx.review.relative(path)}: {why}" for path, why in unusable]
     if not soaks:
         return CheckResult(
             WARN,
@@ -76,7 +66,7 @@ def long_window_stability(ctx: Context) -> CheckResult:
                 "number",
                 f"soak of {wid} over {window:.3g} s",
                 value=f"{soak.verdict}; throughput trend "
-                + (f"{change:+.1%}" if change is not None else "not computed")
+                + (fmt_change(change) if change is not None else "not computed")
                 + f"; throttling: {soak.throttling_status}",
                 reproduce=soak.reproduce,
             )
@@ -144,17 +134,13 @@ def tail_latency(ctx: Context) -> CheckResult:
     )
 
 
-def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, dict]], str]:
+def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, SweptWorkload]], str]:
     """(file, workload) for every measured workload in the cited sweeps; why others are not."""
-    loaded = evidence_files.read_all(ctx.review.evidence.get("sweep", ()), evidence_files.SWEEP)
-    rows = [
-        (x.path, w)
-        for x in loaded
-        if x.ok
-        for w in x.doc.get("workloads", [])
-        if isinstance(w, dict) and row_status(w) == STATUS_OK and isinstance(w.get("id"), str)
-    ]
-    return rows, _unusable(loaded, ctx)
+    sweeps, unusable = evidence_files.read_cited(
+        ctx.review.evidence.get("sweep", ()), evidence_files.SWEEP, read_sweep
+    )
+    rows = [(sweep.path, w) for sweep in sweeps for w in sweep.workloads if w.measured]
+    return rows, "; ".join(f"{ctx.review.relative(path)}: {why}" for path, why in unusable)
 
 
 def _key_of_id(workload_id: str) -> str:
@@ -173,51 +159,45 @@ def _sla_phrase(t, offered: float | None, achieved: float | None) -> str:
     return f"{target} up to {offered:.3g} queries/s offered ({achieved:.3g} achieved)"
 
 
-def _under_load(ctx: Context, path: Path, w: dict, t) -> tuple[bool, Evidence]:
+def _under_load(ctx: Context, path: Path, w: SweptWorkload, t) -> tuple[bool, Evidence]:
     """Judge an SLA target on a sweep in its scenario; for server, the highest valid load
     whose p99 meets it (LoadGen's peak-performance answer)."""
     from reviewkit.evidence import loadgen
 
     if t.scenario == loadgen.SERVER:
-        levels = [lv for lv in w.get(loadgen.SERVER, []) if isinstance(lv, dict)]
+        levels = w.server
     else:  # one back-to-back level: it meets the target or not
-        levels = [w[t.scenario]] if isinstance(w.get(t.scenario), dict) else []
-    try:
-        if t.p99_s is not None:
-            best = loadgen.best_under_sla(levels, t.p99_s)
-            offered, achieved = best["max_rate_per_s"], best["achieved_rate_per_s"]
-        else:
-            top = max((lv for lv in levels if lv["valid"]),
-                      key=lambda lv: lv["achieved_rate_per_s"], default=None)  # fmt: skip
-            offered = achieved = top["achieved_rate_per_s"] if top else None
-    except (KeyError, TypeError):
-        return False, Evidence(
-            "artifact", f"sweep {w['id']}: levels without latency or validity fields",
-            path=ctx.review.relative(path),
-        )  # fmt: skip
+        level = w.offline if t.scenario == loadgen.OFFLINE else w.single_stream
+        levels = (level,) if level is not None else ()
+    if t.p99_s is not None:
+        best = best_under_sla(levels, t.p99_s)
+        offered, achieved = best["max_rate_per_s"], best["achieved_rate_per_s"]
+    else:
+        top = max((lv for lv in levels if lv.valid),
+                  key=lambda lv: lv.achieved_rate_per_s, default=None)  # fmt: skip
+        offered = achieved = top.achieved_rate_per_s if top else None
     ok = achieved is not None and (
         t.min_throughput_per_s is None or achieved >= t.min_throughput_per_s
     )
-    invalid = sum(1 for lv in levels if not lv.get("valid"))
-    knee = w.get("knee") or {}
+    invalid = sum(1 for lv in levels if not lv.valid)
     parts = [f"{t.scenario}: {_sla_phrase(t, offered, achieved)}"]
     if t.min_throughput_per_s is not None:
         parts.append(f"target >= {t.min_throughput_per_s:.3g} queries/s")
-    single = (w.get(loadgen.SINGLE_STREAM) or {}).get("latency") or {}
-    if "p99_s" in single and t.scenario != loadgen.SINGLE_STREAM:
+    single = w.single_stream
+    if single is not None and single.p99_s is not None and t.scenario != loadgen.SINGLE_STREAM:
         # one query at a time: what the SLA costs without queueing, for contrast
-        parts.append(f"single-stream p99 {single['p99_s'] * 1e3:.3g} ms")
-    if knee.get("found"):
-        parts.append(f"knee at {knee['rate_per_s']:.3g} queries/s")
+        parts.append(f"single-stream p99 {single.p99_s * 1e3:.3g} ms")
+    if w.knee.get("found"):
+        parts.append(f"knee at {w.knee['rate_per_s']:.3g} queries/s")
     if invalid:
         parts.append(f"{invalid} invalid level(s) not counted")
     return ok, Evidence(
         "artifact",
         f"on the sweep: {'; '.join(parts)}",
-        value=w["id"],
+        value=w.id,
         path=ctx.review.relative(path),
         sha256=ctx.sha256(path),
-        reproduce=w.get("reproduce", ""),
+        reproduce=w.reproduce,
     )
 
 
@@ -234,7 +214,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
         loaded = [
             (p, w)
             for p, w in swept
-            if w["id"] in candidate_ids and matching_targets([t], w["id"], _key_of_id(w["id"]))
+            if w.id in candidate_ids and matching_targets([t], w.id, _key_of_id(w.id))
         ]
         if loaded:
             by_sweep += 1
@@ -242,7 +222,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
                 ok, ev = _under_load(ctx, path, w, t)
                 evidence.append(ev)
                 if not ok:
-                    failures.append(f"{w['id']} ({t.scenario} on the sweep)")
+                    failures.append(f"{w.id} ({t.scenario} on the sweep)")
             continue
         for i, (_, cand) in enumerate(ctx.candidates):
             matched = [w for w in cand["workloads"] if matching_targets([t], w["id"], slice_key(w))]

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-
 from reviewkit.common.format import MISSING
 from reviewkit.evidence import files as evidence_files
-from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK, row_status
+from reviewkit.evidence.quality import read_quality
 from reviewkit.review.checks.registry import (
     FAIL,
     NUMBER,
@@ -58,13 +55,6 @@ def lowered_dtypes(base: dict, cand: dict) -> set[str]:
     return out
 
 
-def _quality_rows(path: Path) -> list[dict] | None:
-    """Rows of a `reviewkit quality` result, or None for a file of another kind."""
-    loaded = evidence_files.read(path, evidence_files.QUALITY)
-    rows = loaded.doc.get("results") if loaded.ok else None
-    return rows if isinstance(rows, list) else None
-
-
 @check(
     "precision-quality",
     params={"tolerances": TABLE, "min_top1_agreement": NUMBER, "max_kl_divergence": NUMBER},
@@ -87,58 +77,57 @@ def precision_quality(ctx: Context) -> CheckResult:
     min_top1 = float(ctx.params["min_top1_agreement"])
     max_kl = float(ctx.params["max_kl_divergence"])
     evidence = [ctx.artifact("quality evidence", p) for p in files]
-    rows = [r for p in files for r in (_quality_rows(p) or [])]
+    results, unusable = evidence_files.read_cited(files, evidence_files.QUALITY, read_quality)
+    not_used = "; ".join(f"{ctx.review.relative(path)}: {why}" for path, why in unusable)
+    rows = [r for q in results for r in q.rows]
     if not rows:
         return CheckResult(
             WARN,
-            "quality evidence is cited but is not a `reviewkit quality` "
-            "result, so its tolerances cannot be checked",
+            "quality evidence is cited but holds no usable `reviewkit quality` result, so "
+            f"its tolerances cannot be checked ({not_used or 'no results'})",
             tuple(evidence),
         )
     problems, checked = [], 0
     for dtype in sorted(lowered):
-        mine = [r for r in rows if isinstance(r, dict) and r.get("dtype") == dtype]
-        if not mine:
+        mine = [r for r in rows if r.dtype == dtype and r.applicable]
+        if not any(r.dtype == dtype for r in rows):
             problems.append(f"no {dtype} results in the quality evidence")
             continue
         tol = tolerances.get(dtype)
         for r in mine:
-            if row_status(r) == STATUS_NOT_APPLICABLE:
-                continue
             checked += 1
-            if row_status(r) != STATUS_OK:
-                problems.append(f"{r.get('id')} {dtype}: {row_status(r)} ({r.get('reason', '')})")
+            name = f"{r.workload_id} {dtype}"
+            if not r.measured:
+                problems.append(f"{name}: {r.status} ({r.reason})")
                 continue
-            if tol is not None and r.get("rel_error", math.inf) > tol:
-                problems.append(f"{r['id']} {dtype}: relative error {r['rel_error']:.2e} > {tol:g}")
-            if "top1_agreement" in r and r["top1_agreement"] < min_top1:
-                problems.append(
-                    f"{r['id']} {dtype}: top-1 agreement {r['top1_agreement']:.3f} < {min_top1:g}"
-                )
-            if "kl_divergence" in r and r["kl_divergence"] > max_kl:
-                problems.append(f"{r['id']} {dtype}: KL {r['kl_divergence']:.2e} > {max_kl:g}")
+            if tol is not None and r.rel_error > tol:
+                problems.append(f"{name}: relative error {r.rel_error:.2e} > {tol:g}")
+            if r.top1_agreement is not None and r.top1_agreement < min_top1:
+                problems.append(f"{name}: top-1 agreement {r.top1_agreement:.3f} < {min_top1:g}")
+            if r.kl_divergence is not None and r.kl_divergence > max_kl:
+                problems.append(f"{name}: KL {r.kl_divergence:.2e} > {max_kl:g}")
     if problems:
         return CheckResult(
             FAIL, f"{len(problems)} quality problem(s): {'; '.join(problems[:4])}", tuple(evidence)
         )
     worst = max(
-        (r for r in rows if r.get("dtype") in lowered and row_status(r) == STATUS_OK),
-        key=lambda r: r.get("rel_error", 0),
+        (r for r in rows if r.dtype in lowered and r.measured),
+        key=lambda r: r.rel_error,
         default=None,
     )
     evidence.append(
         Evidence(
             "number",
             "worst relative error",
-            value=f"{worst['id']} {worst['dtype']}: {worst['rel_error']:.2e}" if worst else MISSING,
+            value=f"{worst.workload_id} {worst.dtype}: {worst.rel_error:.2e}" if worst else MISSING,
         )
     )
-    return CheckResult(
-        PASS,
-        f"{checked} result(s) in {', '.join(sorted(lowered))} within the "
-        "rubric's tolerances against float64",
-        tuple(evidence),
-    )
+    within = (f"{checked} result(s) in {', '.join(sorted(lowered))} within the "
+              "rubric's tolerances against float64")  # fmt: skip
+    if not_used:  # a cited file the gate could not read is not silently dropped
+        return CheckResult(WARN, f"{within}, but cited quality not used: {not_used}",
+                           tuple(evidence))  # fmt: skip
+    return CheckResult(PASS, within, tuple(evidence))
 
 
 @check("fallback-for-precision-or-sparsity")

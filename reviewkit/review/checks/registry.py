@@ -98,5 +98,3 @@ def check(name: str, params: dict[str, str] | None = None) -> Callable[[Check], 
 def _workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
     rec = next((x for x in cand["workloads"] if x["id"] == w.candidate_id), {})
     return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
-
-

@@ -1,0 +1,81 @@
+"""The packet's numerical-quality figure: relative error against float64 and the tolerances."""
+
+from __future__ import annotations
+
+from reviewkit.evidence import files as evidence
+from reviewkit.evidence.quality import read_quality
+from reviewkit.render.packet.cited import cited_records
+from reviewkit.review.gate import Report
+
+NO_QUALITY = (
+    "no quality evidence is cited: run `reviewkit quality --dtype <dtype> --out "
+    "evidence/quality.json` and cite it under [evidence].quality"
+)
+
+
+PRECISION_CHECK = "precision-quality"
+
+
+def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[str]]:
+    """Measured rows of every cited quality result, the rubric's tolerances, and notes."""
+    item = next((i for i in report.rubric.items if i.check == PRECISION_CHECK), None)
+    raw = (item.params.get("tolerances") if item else None) or {}
+    tolerances = {
+        str(k): float(v)
+        for k, v in raw.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    if not report.review.evidence.get("quality"):
+        return [], tolerances, [NO_QUALITY]
+    results, notes = cited_records(report, evidence.QUALITY, "quality", read_quality)
+    rows, not_ok = [], []
+    for source, quality in results:
+        for r in quality.rows:
+            if not r.applicable:
+                continue
+            if not r.measured:
+                not_ok.append(f"{r.workload_id} {r.dtype}: {r.status} ({r.reason})")
+                continue
+            rows.append(
+                {
+                    "workload": r.workload_id,
+                    "dtype": r.dtype,
+                    "rel_error": r.rel_error,
+                    "max_abs_error": r.max_abs_error,
+                    "top1_agreement": r.top1_agreement,
+                    "kl_divergence": r.kl_divergence,
+                    "source": source,
+                }
+            )
+    if not_ok:
+        notes.append(f"{len(not_ok)} result(s) not measured: {'; '.join(not_ok[:3])}")
+    # Top-1 agreement and KL are in the tooltip on screen; the PDF has no tooltip, so the model
+    # rows' figures are said in words against the rubric's limits.
+    params = item.params if item else {}
+    min_top1 = params.get("min_top1_agreement")
+    max_kl = params.get("max_kl_divergence")
+    for r in rows:
+        top1, kl = r.get("top1_agreement"), r.get("kl_divergence")
+        if not isinstance(top1, int | float) and not isinstance(kl, int | float):
+            continue
+        parts = []
+        if isinstance(top1, int | float):
+            low = isinstance(min_top1, int | float) and top1 < min_top1
+            parts.append(
+                f"top-1 agreement {top1:.1%}"
+                + (f" (BELOW the rubric's {min_top1:.0%})" if low else "")
+            )
+        if isinstance(kl, int | float):
+            high = isinstance(max_kl, int | float) and kl > max_kl
+            parts.append(
+                f"KL {kl:.2g} nats" + (f" (ABOVE the rubric's {max_kl:g})" if high else "")
+            )
+        notes.append(f"{r['workload']} {r['dtype']}: {', '.join(parts)}")
+    if not item:
+        notes.append(f"the rubric has no `{PRECISION_CHECK}` item: no tolerances drawn")
+    return rows, tolerances, notes
+
+
+def quality_charts(report: Report, charts) -> dict:
+    """The section's chart specs, by the name its template partial places them under."""
+    return {"quality_drift": charts.quality_drift(*quality_input(report))}

@@ -1,0 +1,62 @@
+"""The packet's shape-portability figure: does a win on one shape hold on the others?"""
+
+from __future__ import annotations
+
+from reviewkit.render.packet.labels import ms, run_label, slice_name
+from reviewkit.review.gate import Report
+
+
+def shape_input(report: Report, workload_rows: list[dict]) -> list[dict]:
+    """One cell per (workload family, sequence length, batch) of each comparison; a run's MFU
+    when there is nothing to compare."""
+    n = len(report.comparisons)
+    rows = []
+    for i, comp in enumerate(report.comparisons):
+        prefix = f"{run_label(i, n)}: " if n > 1 else ""
+        p99 = {r["key"]: r["candidate_p99_ms"] for r in workload_rows[i]["rows"]}
+        for w in comp.workloads:
+            params = w.params or {}
+            if "seq" not in params or "batch" not in params:
+                continue
+            rows.append(
+                {
+                    "panel": prefix + _family(w.key),
+                    "workload": w.key,
+                    "seq": params["seq"],
+                    "batch": params["batch"],
+                    "ratio": w.median_ratio,
+                    "verdict": w.verdict,
+                    "mfu": w.mfu_candidate,
+                    "p99_ms": p99.get(w.key),
+                }
+            )
+    if not report.comparisons:
+        for w in report.baseline["workloads"]:
+            params = w.get("params") or {}
+            if "seq" in params and "batch" in params and w.get("stats"):
+                key = slice_name(w)
+                rows.append(
+                    {
+                        "panel": _family(key),
+                        "workload": key,
+                        "seq": params["seq"],
+                        "batch": params["batch"],
+                        "ratio": None,
+                        "verdict": "",
+                        "mfu": w.get("mfu"),
+                        "p99_ms": ms(w["stats"]["p99_s"]),
+                    }
+                )
+    return rows
+
+
+def _family(key: str) -> str:
+    """A workload's kernel and source without its shape: `gemm.bert-base-ffn-up.b1s128` ->
+    `gemm · bert-base-ffn-up`, so the shapes of one operator share a panel."""
+    parts = key.split(".")
+    return " · ".join(parts[:2]) if len(parts) >= 3 else key
+
+
+def shape_charts(report: Report, workload_rows: list[dict], charts) -> dict:
+    """The section's chart specs, by the name its template partial places them under."""
+    return {"shape_portability": charts.shape_heatmap(shape_input(report, workload_rows))}

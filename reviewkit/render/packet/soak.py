@@ -1,0 +1,81 @@
+"""The packet's long-window figure: every cited soak's throughput trend and sensors, drawn."""
+
+from __future__ import annotations
+
+from reviewkit.evidence import files as evidence
+from reviewkit.evidence.soak import Soak, read_soak
+from reviewkit.render.packet.cited import cited_records
+from reviewkit.review.gate import Report
+
+NO_SOAK = (
+    "no long-window evidence is cited: run `reviewkit soak --out evidence/soak.json` on the "
+    "candidate and cite it under [evidence].long_window"
+)
+
+
+def soak_input(report: Report) -> tuple[list[dict], list[str]]:
+    """Sub-window throughput, the recorded analysis and the sensor series of every cited soak."""
+    if not report.review.evidence.get("long_window"):
+        return [], [NO_SOAK]
+    soaks, notes = cited_records(report, evidence.SOAK, "long_window", read_soak)
+    return [one_soak(soak, source, several=len(soaks) > 1) for source, soak in soaks], notes
+
+
+def one_soak(soak: Soak, source: str, several: bool) -> dict:
+    """The stability chart's input of one soak, from its typed record."""
+    subwindows = [
+        {k: sw.get(k) for k in ("index", "start_s", "end_s", "calls_per_s", "partial")}
+        for sw in soak.subwindows
+    ]
+    series: dict[str, list[dict]] = {"clocks": [], "temperatures": []}
+    for sw in soak.subwindows:
+        t = sw.get("end_s")  # a reading is taken at the end of its sub-window
+        for reader, values in (sw.get("readings") or {}).items():
+            kind = (
+                "clocks"
+                if reader.endswith("clocks_mhz")
+                else "temperatures"
+                if reader.endswith("temperatures_c")
+                else None
+            )
+            if kind is None or not isinstance(values, dict):
+                continue
+            for sensor, value in values.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    series[kind].append(
+                        {"time_s": t, "series": f"{reader}:{sensor}", "value": float(value)}
+                    )
+    sensor_notes = []
+    for kind, suffix in (("clocks", "clocks_mhz"), ("temperatures", "temperatures_c")):
+        if series[kind]:
+            continue
+        why = [
+            f"{name}: {info.get('reason') or 'no reading'}"
+            for name, info in sorted(soak.sensors.items())
+            if name.endswith(suffix) and isinstance(info, dict)
+        ]
+        sensor_notes.append(f"{kind}: not available: {'; '.join(why) or 'no sensor recorded'}")
+    trend = soak.trend
+    workload = soak.workload_id
+    return {
+        "workload": f"{workload} ({source})" if several else str(workload),
+        "source": source,
+        "window_s": soak.window_s,
+        "complete": soak.complete,
+        "verdict": soak.verdict,
+        "reasons": list(soak.reasons),
+        "trend": {
+            k: trend.get(k)
+            for k in ("mean", "slope_per_s", "relative_change", "relative_change_ci", "reason")
+        },
+        "throttling": {"status": soak.throttling_status, "reason": soak.throttling_reason},
+        "subwindows": subwindows,
+        "clocks": series["clocks"],
+        "temperatures": series["temperatures"],
+        "sensor_notes": sensor_notes + ([] if soak.complete else ["the soak was interrupted"]),
+    }
+
+
+def soak_charts(report: Report, charts) -> dict:
+    """The section's chart specs, by the name its template partial places them under."""
+    return {"stability": charts.stability(*soak_input(report))}
