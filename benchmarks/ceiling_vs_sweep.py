@@ -13,7 +13,8 @@ import argparse
 
 import torch
 
-from reviewkit.measure.runner import CALIBRATION_POLICY, _median, calibrate_compute, device_timed
+from reviewkit.measure.calibration import CALIBRATION_POLICY, _median, calibrate_compute
+from reviewkit.measure.device import device_timed
 from reviewkit.measure.timing import collect_samples
 from reviewkit.suite import kernels
 

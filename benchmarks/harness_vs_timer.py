@@ -15,7 +15,8 @@ import statistics
 import torch
 from torch.utils import benchmark as tb
 
-from reviewkit.measure.runner import POLICIES, device_timed
+from reviewkit.measure.device import device_timed
+from reviewkit.measure.runner import POLICIES
 from reviewkit.measure.timing import collect_samples
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite

@@ -528,7 +528,5 @@ def _git_state() -> str:
     return f"commit {head}" + (" + uncommitted changes in reviewkit/" if dirty else "")
 
 
-
-
 if __name__ == "__main__":
     main()

@@ -60,9 +60,7 @@ def test_the_wheel_ships_the_templates_rubric_and_layer_map(installed):
             "site_index.html.j2", "packet"} <= set(json.loads(template_files))  # fmt: skip
 
 
-def test_the_installed_wheel_checks_and_renders_a_review_from_another_folder(
-    installed, tmp_path
-):
+def test_the_installed_wheel_checks_and_renders_a_review_from_another_folder(installed, tmp_path):
     review_dir = tmp_path / "elsewhere" / "review"
     shutil.copytree(SAMPLE, review_dir)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -1,24 +1,70 @@
-"""Compare two analysed run bundles: knob diff, ratios with bootstrap intervals, verdicts."""
+"""Compare two analysed run bundles: knob diff, ratios with hierarchical bootstrap intervals,
+three-way verdicts against the rubric's margin, p99 regressions under a false discovery rate."""
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from reviewkit.analysis.stats import bootstrap_quantiles, interval
-from reviewkit.bundle.run import STATUS_OK
+from reviewkit.analysis.roofline import roofline
+from reviewkit.analysis.stats import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    PERCENTILE,
+    SLOWER,
+    T_INTERVAL,
+    RatioInterval,
+    benjamini_hochberg,
+    hierarchical_draws,
+    interval,
+    p_beyond,
+    ratio_interval,
+    round_draws,
+    round_quantile,
+    split_rounds,
+    three_way_verdict,
+)
+from reviewkit.bundle.run import STATUS_OK, device_name
+from reviewkit.common.format import MISSING, pct
 
 # 1000 resamples give a 95% interval whose ends move by under 1% between seeds for the sample
 # sizes the suite collects, and keep a 90-workload comparison well under a second.
 COMPARE_RESAMPLES = 1000
 BASE_SEED, CAND_SEED = 0, 1  # independent resamples of the two runs, reproducible
 QUANTILES = (0.5, 0.95, 0.99)
-FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no significant difference"
 NOT_COMPARABLE = "not comparable"
+VERDICTS = (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, NOT_COMPARABLE)
 # Knobs that follow from others rather than being mapping choices of their own.
 DERIVED_KNOBS = ("device_name",)
 DEVICE_KNOB = "device"
+
+
+@dataclass(frozen=True)
+class Margins:
+    """What a verdict needs beyond statistics, from the rubric's [verdicts] table: the
+    practical margin on a ratio (per layer type where one is set), the false discovery rate
+    across the p99 comparisons, and how far a ceiling may move between two runs on one device
+    before that is a finding of its own. `STATISTICAL_ONLY` (no margin) is what a comparison
+    without a rubric gets."""
+
+    min_effect: float
+    fdr: float
+    max_ceiling_shift: float
+    min_effect_by_layer_type: dict = field(default_factory=dict)
+
+    def for_layer(self, layer_type: str) -> float:
+        return float(self.min_effect_by_layer_type.get(layer_type, self.min_effect))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# No practical margin: a verdict is directional as soon as the interval excludes 1 (the
+# behaviour before margins), at the conventional 5% false discovery rate.
+STATISTICAL_ONLY = Margins(min_effect=0.0, fdr=0.05, max_ceiling_shift=0.05)
 
 
 @dataclass(frozen=True)
@@ -44,6 +90,12 @@ class WorkloadComparison:
     p99_ratio: float | None = None
     p99_ratio_ci: tuple[float, float] | None = None
     p99_verdict: str | None = None
+    # One-sided bootstrap p-value that p99 regressed beyond the margin, and whether it stays a
+    # regression after Benjamini-Hochberg across every p99 comparison of the two runs.
+    p99_p_value: float | None = None
+    p99_regression: bool = False
+    margin: float | None = None
+    rounds: tuple[int, int] | None = None  # (baseline, candidate)
     mfu_baseline: float | None = None
     mfu_candidate: float | None = None
     mfu_delta: float | None = None
@@ -75,6 +127,8 @@ class LayerComparison:
     memory_stall_candidate: float | None
     bottleneck_baseline: str | None
     bottleneck_candidate: str | None
+    margin: float | None = None
+    reason: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -89,6 +143,15 @@ class Comparison:
     warnings: tuple[str, ...]
     workloads: tuple[WorkloadComparison, ...]
     layer_types: tuple[LayerComparison, ...]
+    margins: Margins = STATISTICAL_ONLY
+    # "rounds paired (interleaved A/B)" or "independent runs": how the rounds were resampled.
+    design: str = "independent runs"
+    # The smallest ratio change this comparison resolves: the median half-width of the
+    # workloads' 95% intervals of the median ratio (what an A/A would show as noise).
+    noise_floor: float | None = None
+    p99_comparisons: int = 0  # how many p99 tests the false discovery rate is controlled over
+    # Which ceilings MFU and the stall fractions of both runs are computed against.
+    denominator: str = "each run's own ceilings"
 
     def mapping_knob_changes(self, ignore: tuple[str, ...] = ()) -> list[KnobChange]:
         """The changes a reviewer chose. When the device type changes (CPU to CUDA, say), a knob
@@ -107,7 +170,26 @@ class Comparison:
 
     @property
     def p99_regressions(self) -> list[WorkloadComparison]:
-        return [w for w in self.workloads if w.p99_verdict == SLOWER]
+        """p99 slower beyond the margin, and still so after controlling the false discovery
+        rate across all `p99_comparisons` (one test per workload compared)."""
+        return [w for w in self.workloads if w.p99_regression]
+
+    def basis(self) -> str:
+        """One sentence on what the verdicts rest on: design, margin, the measured noise floor,
+        the false discovery rate and the denominators (terminal, packet and site alike)."""
+        m = self.margins
+        by_layer = ", ".join(
+            f"{k} ±{pct(v, 0)}" for k, v in sorted(m.min_effect_by_layer_type.items())
+        )
+        floor = MISSING if self.noise_floor is None else f"±{pct(self.noise_floor)}"
+        return (
+            f"Verdicts: {self.design}; margin ±{pct(m.min_effect, 0)}"
+            + (f" ({by_layer})" if by_layer else "")
+            + f"; measured noise floor {floor} (the median half-width of the workloads' 95% "
+            "intervals: about what an A/A comparison shows)"
+            + f"; p99 regressions at a {pct(m.fdr, 0)} false discovery rate over "
+            f"{self.p99_comparisons} comparisons; MFU against {self.denominator}."
+        )
 
     def to_json(self) -> dict:
         return {
@@ -119,6 +201,12 @@ class Comparison:
             "workloads": [w.to_json() for w in self.workloads],
             "layer_types": [layer.to_json() for layer in self.layer_types],
             "p99_regressions": [w.key for w in self.p99_regressions],
+            "margins": self.margins.to_json(),
+            "design": self.design,
+            "noise_floor": self.noise_floor,
+            "p99_comparisons": self.p99_comparisons,
+            "denominator": self.denominator,
+            "basis": self.basis(),
         }
 
 
@@ -139,17 +227,15 @@ def slice_key(workload: dict) -> str:
     return wid[: -len(suffix)] if wid.endswith(suffix) else wid
 
 
-def _verdict(ci: tuple[float, float]) -> str:
-    low, high = ci
-    if high < 1:
-        return FASTER
-    if low > 1:
-        return SLOWER
-    return NO_DIFFERENCE
-
-
 def ratio_ci(cand_draws: np.ndarray, base_draws: np.ndarray) -> tuple[float, float]:
     return interval(cand_draws / base_draws)
+
+
+def inconclusive_reason(ci: tuple[float, float], margin: float, paired: bool) -> str:
+    """What would settle an inconclusive verdict."""
+    how = "more rounds (--rounds)" + ("" if paired else " or an interleaved `reviewkit ab`")
+    return (f"the 95% interval {ci[0]:.3f}-{ci[1]:.3f} crosses the margin 1 +/- {margin:g}: "
+            f"{how} would narrow it")  # fmt: skip
 
 
 def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]], str, list[str]]:
@@ -178,16 +264,118 @@ def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]]
     return [(k, base[k], cand[k]) for k in common], mode, warnings
 
 
+PAIRED, INDEPENDENT = "rounds paired (interleaved A/B)", "independent runs"
+# A ceiling that moved by more than this between two runs on one device... is judged against
+# Margins.max_ceiling_shift; the denominators below are the baseline's either way.
+
+
+def paired_design(base_doc: dict, cand_doc: dict) -> bool:
+    """Whether the two runs are the two sides of one interleaved `reviewkit ab`: their rounds
+    alternated in one process, so round r of one is paired with round r of the other."""
+    a, b = base_doc.get("pairing") or {}, cand_doc.get("pairing") or {}
+    return bool(a.get("id")) and a.get("id") == b.get("id") and a.get("side") != b.get("side")
+
+
+def _seed(key: str) -> int:
+    """A workload's bootstrap seed from its key: its interval does not depend on which other
+    workloads are compared, and the same runs always give the same numbers."""
+    return zlib.crc32(key.encode())
+
+
+def _ratio_draws(
+    b: dict, c: dict, key: str, paired: bool
+) -> tuple[dict, dict, tuple[int, int], bool]:
+    """Point values and hierarchical bootstrap draws of each quantile of both sides, the
+    rounds of each, and whether the rounds were resampled in pairs."""
+    rb = split_rounds(b["samples_s"], b.get("round_sizes"))
+    rc = split_rounds(c["samples_s"], c.get("round_sizes"))
+    rng = np.random.default_rng(_seed(key))
+    plan_b = round_draws(rng, len(rb))
+    in_pairs = paired and len(rb) == len(rc)
+    plan_c = plan_b if in_pairs else round_draws(rng, len(rc))
+    points, draws = {}, {}
+    for q in QUANTILES:
+        points[q] = (round_quantile(rb, q), round_quantile(rc, q))
+        draws[q] = (hierarchical_draws(rb, q, plan_b, rng), hierarchical_draws(rc, q, plan_c, rng))
+    return points, draws, (len(rb), len(rc)), in_pairs
+
+
+def interval_of(
+    point: float, base: np.ndarray, cand: np.ndarray, rounds: tuple[int, int], in_pairs: bool
+) -> RatioInterval:
+    """The ratio's interval: a t interval on the rounds when both sides have two or more (in
+    pairs for an interleaved A/B), else the percentile interval of the samples."""
+    if min(rounds) < 2:
+        return RatioInterval(*ratio_ci(cand, base), None, None, PERCENTILE)
+    if in_pairs:
+        return ratio_interval(point, [(np.log(cand / base), rounds[0])])
+    return ratio_interval(point, [(np.log(base), rounds[0]), (np.log(cand), rounds[1])])
+
+
+def _same_device(base_doc: dict, cand_doc: dict) -> bool:
+    """Both runs on one device (its recorded name and kind): their ceilings measure the same
+    hardware, so one denominator serves both."""
+    kinds = [_device_type((d.get("knobs") or {}).get("device")) for d in (base_doc, cand_doc)]
+    name = device_name(base_doc)
+    return name != "unknown device" and name == device_name(cand_doc) and kinds[0] == kinds[1]
+
+
+def ceiling_shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
+    """Relative change of each ceiling both runs measured (candidate / baseline - 1), by dtype
+    for compute and `bandwidth` for memory."""
+    cb, cc = base_doc.get("ceilings") or {}, cand_doc.get("ceilings") or {}
+    out = {}
+    for dtype, entry in (cb.get("compute") or {}).items():
+        other = (cc.get("compute") or {}).get(dtype) or {}
+        if entry.get("peak") and other.get("peak"):
+            out[dtype] = other["peak"] / entry["peak"] - 1
+    bw_b, bw_c = (cb.get("bandwidth") or {}).get("peak"), (cc.get("bandwidth") or {}).get("peak")
+    if bw_b and bw_c:
+        out["bandwidth"] = bw_c / bw_b - 1
+    return out
+
+
+def _on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, float | None, str | None]:
+    """The candidate workload's (MFU, memory-stall fraction, bottleneck) against the
+    baseline's ceilings, so both sides of a same-device comparison share one denominator."""
+    ceilings = base_doc.get("ceilings") or {}
+    peak = ((ceilings.get("compute") or {}).get(c["dtype"]) or {}).get("peak")
+    bw = (ceilings.get("bandwidth") or {}).get("peak")
+    if not peak or not bw or not c.get("stats"):
+        return c.get("mfu"), _stall(c), c.get("bottleneck")
+    r = roofline(c["flops"], c["bytes"], c["stats"]["p50_s"], peak, bw)
+    return r.mfu, r.memory_stall_fraction, r.bottleneck
+
+
 def compare(
     base_doc: dict,
     cand_doc: dict,
     baseline_label: str = "baseline",
     candidate_label: str = "candidate",
+    margins: Margins = STATISTICAL_ONLY,
 ) -> Comparison:
-    """Both documents must be analysed (reviewkit.analysis.roofline.analyse_run)."""
+    """Both documents must be analysed (reviewkit.analysis.roofline.analyse_run).
+
+    Each quantile compared is the mean over rounds of each round's quantile; its interval is a
+    hierarchical bootstrap (rounds, then samples within them), with the rounds of an
+    interleaved A/B resampled in pairs. A ratio is `faster`/`slower` only beyond the margin."""
     pairs, mode, warnings = _pairs(base_doc, cand_doc)
+    paired = paired_design(base_doc, cand_doc)
+    same_device = _same_device(base_doc, cand_doc)
+    shifts = ceiling_shifts(base_doc, cand_doc) if same_device else {}
+    for what, shift in shifts.items():
+        if abs(shift) > margins.max_ceiling_shift:
+            warnings.append(
+                f"the {what} ceiling moved {shift:+.1%} between the runs on this one device "
+                f"(beyond {margins.max_ceiling_shift:.0%}): MFU and stall fractions of both runs "
+                "are computed against the baseline's, so the move is not read as an MFU change; "
+                "the move itself needs explaining (clocks, neighbours, calibration)"
+            )
     rows: list[WorkloadComparison] = []
-    layer_draws: dict[str, list[tuple[np.ndarray, np.ndarray, dict, dict]]] = {}
+    methods: set[str] = set()
+    p_values: list[tuple[int, float]] = []
+    layer_draws: dict[str, list[tuple[np.ndarray, np.ndarray, float, float]]] = {}
+    half_widths = []
     for key, b, c in pairs:
         common = {
             "key": key,
@@ -211,61 +399,57 @@ def compare(
                 WorkloadComparison(**common, verdict=NOT_COMPARABLE, reason="; ".join(failed))
             )
             continue
-        bd = bootstrap_quantiles(b["samples_s"], QUANTILES, COMPARE_RESAMPLES, BASE_SEED)
-        cd = bootstrap_quantiles(c["samples_s"], QUANTILES, COMPARE_RESAMPLES, CAND_SEED)
+        margin = margins.for_layer(b["layer_type"])
+        points, draws, rounds, in_pairs = _ratio_draws(b, c, key, paired)
+        ratio = {q: points[q][1] / points[q][0] for q in QUANTILES}
+        intervals = {
+            q: interval_of(ratio[q], draws[q][0], draws[q][1], rounds, in_pairs) for q in QUANTILES
+        }
+        ci = {q: intervals[q].ci for q in QUANTILES}
+        verdict = three_way_verdict(ci[0.5], margin)
+        half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2)
+        p99_draws = draws[0.99][1] / draws[0.99][0]
+        p_values.append((len(rows), p_beyond(ratio[0.99], intervals[0.99], p99_draws, margin)))
+        methods.add(intervals[0.5].method)
         bs, cs = b["stats"], c["stats"]
-        median_ci = ratio_ci(cd[:, 0], bd[:, 0])
-        p95_ci = ratio_ci(cd[:, 1], bd[:, 1])
-        p99_ci = ratio_ci(cd[:, 2], bd[:, 2])
+        if same_device:
+            mfu_c, stall_c, bottleneck_c = _on_baseline_ceilings(c, base_doc)
+        else:
+            mfu_c, stall_c, bottleneck_c = c.get("mfu"), _stall(c), c.get("bottleneck")
         rows.append(
             WorkloadComparison(
                 **common,
-                verdict=_verdict(median_ci),
-                median_ratio=cs["p50_s"] / bs["p50_s"],
-                median_ratio_ci=median_ci,
+                verdict=verdict,
+                reason=inconclusive_reason(ci[0.5], margin, paired)
+                if verdict == INCONCLUSIVE
+                else "",
+                median_ratio=ratio[0.5],
+                median_ratio_ci=ci[0.5],
                 mean_ratio=cs["mean_s"] / bs["mean_s"],
-                p95_ratio=cs["p95_s"] / bs["p95_s"],
-                p95_ratio_ci=p95_ci,
-                p99_ratio=cs["p99_s"] / bs["p99_s"],
-                p99_ratio_ci=p99_ci,
-                p99_verdict=_verdict(p99_ci),
+                p95_ratio=ratio[0.95],
+                p95_ratio_ci=ci[0.95],
+                p99_ratio=ratio[0.99],
+                p99_ratio_ci=ci[0.99],
+                p99_verdict=three_way_verdict(ci[0.99], margin),
+                p99_p_value=p_values[-1][1],
+                margin=margin,
+                rounds=rounds,
                 mfu_baseline=b.get("mfu"),
-                mfu_candidate=c.get("mfu"),
-                mfu_delta=_delta(c.get("mfu"), b.get("mfu")),
-                memory_stall_delta=_delta(_stall(c), _stall(b)),
+                mfu_candidate=mfu_c,
+                mfu_delta=_delta(mfu_c, b.get("mfu")),
+                memory_stall_delta=_delta(stall_c, _stall(b)),
                 bottleneck_baseline=b.get("bottleneck"),
-                bottleneck_candidate=c.get("bottleneck"),
+                bottleneck_candidate=bottleneck_c,
             )
         )
-        layer_draws.setdefault(b["layer_type"], []).append((bd[:, 0], cd[:, 0], b, c))
-    layers = []
-    b_layers = base_doc.get("layer_types_by_dtype", {})
-    c_layers = cand_doc.get("layer_types_by_dtype", {})
-    b_agg = _single(b_layers) if mode != "id" else base_doc.get("layer_types", {})
-    c_agg = _single(c_layers) if mode != "id" else cand_doc.get("layer_types", {})
-    for layer_type, items in layer_draws.items():
-        base_sum = sum(d for d, _, _, _ in items)
-        cand_sum = sum(d for _, d, _, _ in items)
-        ratio = sum(c["stats"]["p50_s"] for *_, c in items) / sum(
-            b["stats"]["p50_s"] for *_, b, _ in items
+        layer_draws.setdefault(b["layer_type"], []).append(
+            (draws[0.5][0], draws[0.5][1], points[0.5][0], points[0.5][1], rounds, in_pairs)
         )
-        ci = interval(cand_sum / base_sum)
-        ba, ca = b_agg.get(layer_type, {}), c_agg.get(layer_type, {})
-        layers.append(
-            LayerComparison(
-                layer_type=layer_type,
-                workloads=len(items),
-                time_ratio=ratio,
-                time_ratio_ci=ci,
-                verdict=_verdict(ci),
-                mfu_baseline=ba.get("mfu"),
-                mfu_candidate=ca.get("mfu"),
-                memory_stall_baseline=ba.get("memory_stall_fraction"),
-                memory_stall_candidate=ca.get("memory_stall_fraction"),
-                bottleneck_baseline=ba.get("bottleneck"),
-                bottleneck_candidate=ca.get("bottleneck"),
-            )
-        )
+    rejected = benjamini_hochberg([p for _, p in p_values], margins.fdr)
+    for (index, _), reject in zip(p_values, rejected, strict=True):
+        if reject and rows[index].p99_verdict == SLOWER:
+            rows[index] = _with(rows[index], p99_regression=True)
+    layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired)
     return Comparison(
         baseline=baseline_label,
         candidate=candidate_label,
@@ -274,7 +458,59 @@ def compare(
         warnings=tuple(warnings),
         workloads=tuple(rows),
         layer_types=tuple(layers),
+        margins=margins,
+        design=(PAIRED if paired else INDEPENDENT)
+        + ("" if methods <= {T_INTERVAL} else f"; {PERCENTILE}"),
+        noise_floor=float(np.median(half_widths)) if half_widths else None,
+        p99_comparisons=len(p_values),
+        denominator="the baseline's ceilings for both runs (one device)"
+        if same_device
+        else "each run's own ceilings (different devices)",
     )
+
+
+def _with(row: WorkloadComparison, **changes) -> WorkloadComparison:
+    from dataclasses import replace
+
+    return replace(row, **changes)
+
+
+def _layer_comparisons(
+    base_doc: dict, cand_doc: dict, mode: str, layer_draws: dict, margins: Margins, paired: bool
+) -> list[LayerComparison]:
+    """Per layer type: the ratio of summed medians, its interval from the summed draws."""
+    layers = []
+    b_layers = base_doc.get("layer_types_by_dtype", {})
+    c_layers = cand_doc.get("layer_types_by_dtype", {})
+    b_agg = _single(b_layers) if mode != "id" else base_doc.get("layer_types", {})
+    c_agg = _single(c_layers) if mode != "id" else cand_doc.get("layer_types", {})
+    for layer_type, items in layer_draws.items():
+        base_sum = sum(item[0] for item in items)
+        cand_sum = sum(item[1] for item in items)
+        ratio = sum(item[3] for item in items) / sum(item[2] for item in items)
+        rounds = (min(item[4][0] for item in items), min(item[4][1] for item in items))
+        ci = interval_of(ratio, base_sum, cand_sum, rounds, all(item[5] for item in items)).ci
+        margin = margins.for_layer(layer_type)
+        verdict = three_way_verdict(ci, margin)
+        ba, ca = b_agg.get(layer_type, {}), c_agg.get(layer_type, {})
+        layers.append(
+            LayerComparison(
+                layer_type=layer_type,
+                workloads=len(items),
+                time_ratio=ratio,
+                time_ratio_ci=ci,
+                verdict=verdict,
+                mfu_baseline=ba.get("mfu"),
+                mfu_candidate=ca.get("mfu"),
+                memory_stall_baseline=ba.get("memory_stall_fraction"),
+                memory_stall_candidate=ca.get("memory_stall_fraction"),
+                bottleneck_baseline=ba.get("bottleneck"),
+                bottleneck_candidate=ca.get("bottleneck"),
+                margin=margin,
+                reason=inconclusive_reason(ci, margin, paired) if verdict == INCONCLUSIVE else "",
+            )
+        )
+    return layers
 
 
 def _single(by_dtype: dict) -> dict:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.roofline import energy_reason
 from reviewkit.analysis.sla import Target, calls_per_s, judge, matching_targets
-from reviewkit.bundle.run import STATUS_OK
+from reviewkit.bundle.run import STATUS_OK, device_name
 
 MEASURED, NOT_MEASURED = "measured", "not measured"
 SLA_MET, SLA_MISSED, NO_TARGET = "met", "missed", "no target"
@@ -102,16 +102,6 @@ class PlatformMatrix:
 
 
 # --- platforms ---------------------------------------------------------------------------------
-
-
-def device_name(doc: dict) -> str:
-    """The run's device as recorded: the GPU's name, the CPU's model, else the device knob."""
-    knobs, env = doc.get("knobs") or {}, doc.get("environment") or {}
-    for value in (knobs.get("device_name"), env.get("device_name"), env.get("cpu_model"),
-                  knobs.get("device")):  # fmt: skip
-        if isinstance(value, str) and value.strip():
-            return " ".join(value.split())
-    return "unknown device"
 
 
 def device_type(doc: dict) -> str:

@@ -322,7 +322,7 @@ def analyse_run(doc: dict) -> dict:
         w["flags"] = []
         if w["status"] != STATUS_OK or not w["samples_s"]:
             continue
-        st = summarise(w["samples_s"])
+        st = summarise(w["samples_s"], w.get("round_sizes"))
         w["stats"] = st.to_json()
         peak, bw = _peaks(ceilings_doc, w["dtype"])
         if not peak or not bw:

@@ -11,12 +11,32 @@ from reviewkit.common.files import write_text_atomic
 
 # 2: every workload carries `energy` (metered over its measured window, or why not), and the
 # run its `energy_meter`. Version 1 bundles load through migrate_v1_to_v2.
-SCHEMA_VERSION = 2
+# 3: every workload is measured in rounds: `round_sizes` splits its `samples_s` (stored in
+# round order) into rounds, and the run records its `rounds` plan. Version 2 bundles load
+# through migrate_v2_to_v3 as one round.
+SCHEMA_VERSION = 3
 RUN_FILE = "run.json"
 KIND = "reviewkit.run"
 # A workload's `status` in a run bundle (and a row's in the evidence files): "ok" is the only
 # one that carries measurements; every other status says why not (the runner defines them).
 STATUS_OK = "ok"
+# Why a workload carries no measurements (the runner sets them; readers name them in reasons).
+STATUS_OVER_BUDGET = "over-budget"
+STATUS_UNSUPPORTED = "unsupported"
+STATUS_OOM = "out-of-memory"
+STATUS_TIMEOUT = "timeout"
+STATUS_ERROR = "error"
+STATUS_NOT_RUN = "not-run"
+
+
+def device_name(doc: dict) -> str:
+    """The run's device as recorded: the GPU's name, the CPU's model, else the device knob."""
+    knobs, env = doc.get("knobs") or {}, doc.get("environment") or {}
+    for value in (knobs.get("device_name"), env.get("device_name"), env.get("cpu_model"),
+                  knobs.get("device")):  # fmt: skip
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+    return "unknown device"
 
 
 def write_json_atomic(path: Path, document: dict) -> None:
@@ -106,5 +126,19 @@ def migrate_v1_to_v2(doc: dict) -> dict:
     return out
 
 
+def migrate_v2_to_v3(doc: dict) -> dict:
+    """Schema 2 -> 3: a v2 run measured each workload in one window, so its samples are one
+    round (`round_sizes` = [their count], [] when there are none) and the plan is one round
+    with no seed. Returns a new document with `migrated_from` kept or set to 2."""
+    out = {**doc, "schema_version": 3, "migrated_from": doc.get("migrated_from", 2)}
+    out["workloads"] = [
+        w if "round_sizes" in w
+        else {**w, "round_sizes": [len(w["samples_s"])] if w.get("samples_s") else []}
+        for w in doc["workloads"]
+    ]  # fmt: skip
+    out.setdefault("rounds", {"rounds": 1, "seed": None})
+    return out
+
+
 # schema_version -> the function that lifts a document of that version one step
-MIGRATIONS = {1: migrate_v1_to_v2}
+MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3}

@@ -27,6 +27,7 @@ def _options(
 # The commands live in one module per group; registering them here keeps --help in the order
 # a user meets them: measure, compare and review, publish, then the evidence commands.
 app.command()(measuring.run)
+app.command()(measuring.ab)
 app.command()(measuring.show)
 app.command("suite")(measuring.suite_cmd)
 app.command("compare")(reviewing.compare_cmd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -121,7 +122,8 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
     ok = [w for w in doc["workloads"] if w.get("stats")]
     ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
     t = Table(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
-    for col in ("workload", "p50", "p99", "GFLOP/s", "MFU", "bottleneck", "flags"):
+    columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "bottleneck", "flags")
+    for col in columns:
         t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
     for w in ok[:n]:
         s = w["stats"]
@@ -129,6 +131,7 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
             w["id"],
             _time(s["p50_s"]),
             _time(s["p99_s"]),
+            pct(s.get("round_spread")),
             _rate(w.get("achieved_flops_per_s")),
             pct(w.get("mfu")),
             w.get("bottleneck") or MISSING,
@@ -167,6 +170,7 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         f"[bold]{s['name']} {s['version']}[/] (hash {s['hash']}) · profile {doc['profile']} · "
         f"{doc['knobs']['device']} ({env.get('device_name')}) · "
         f"{doc['knobs']['threads']} threads · "
+        f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
         f"torch {env.get('torch_version')} · {status}"
     )
     console.print(ceilings_table(doc))
@@ -222,7 +226,8 @@ def summary(doc: dict, path: str | None = None) -> dict:
 VERDICT_STYLE = {
     "faster": "green",
     "slower": "red",
-    "no significant difference": "dim",
+    "equivalent": "blue",
+    "inconclusive": "dim",
     "not comparable": "yellow",
 }
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "missing": "magenta", "fail": "red"}
@@ -250,6 +255,7 @@ def print_comparison(comp, console: Console) -> None:
         console.print("Knob diff: none")
     for w in comp.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
+    console.print(escape(comp.basis()))
     t = Table(
         title="By layer type (ratio of summed medians, candidate / baseline, 95% CI)",
         title_justify="left",
@@ -294,7 +300,7 @@ def print_comparison(comp, console: Console) -> None:
             w.key,
             _ratio(w.median_ratio, w.median_ratio_ci),
             f"[{VERDICT_STYLE[w.verdict]}]{w.verdict}[/]"
-            + (f" ({escape(w.reason)})" if w.reason else ""),
+            + (f" ({escape(w.reason)})" if w.reason and w.verdict == "not comparable" else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
             MISSING if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
@@ -304,12 +310,29 @@ def print_comparison(comp, console: Console) -> None:
             else str(w.bottleneck_baseline or MISSING),
         )
     console.print(t)
+    counts = Counter(w.verdict for w in comp.workloads)
+    console.print(
+        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.most_common())
+        + (f". Inconclusive: {inconclusive_hint(comp)}" if counts.get("inconclusive") else "")
+    )  # fmt: skip
     regressions = comp.p99_regressions
+    fdr = (f"at a {pct(comp.margins.fdr, 0)} false discovery rate over {comp.p99_comparisons} "
+           "p99 comparisons")  # fmt: skip
     if regressions:
         console.print(
-            f"[red]{len(regressions)} workload(s) significantly slower at p99:[/] "
-            + ", ".join(w.key for w in regressions[:6])
+            f"[red]{len(regressions)} workload(s) significantly slower at p99[/] (beyond the "
+            f"margin, {fdr}): " + ", ".join(w.key for w in regressions[:6])
         )
+    else:
+        console.print(f"No p99 regression beyond the margin ({fdr}).")
+
+
+def inconclusive_hint(comp) -> str:
+    """What would settle an inconclusive verdict, for this comparison's design."""
+    interleave = (
+        "" if comp.design.startswith("rounds paired") else " or an interleaved `reviewkit ab`"
+    )
+    return f"the interval crosses the margin; more rounds (--rounds){interleave} would narrow it"
 
 
 def print_check(report, console: Console) -> None:

@@ -30,8 +30,11 @@ DEMO_SWEEP_LEVEL_BUDGET_S = 20.0
 def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
     """A proposed review of fp32 -> bf16 built from the two runs: claims only what they show."""
     from reviewkit.analysis.compare import compare
+    from reviewkit.review.checks import CHECKS
+    from reviewkit.review.gate import margins_of
+    from reviewkit.review.rubric import load_rubric
 
-    comp = compare(baseline, candidate)
+    comp = compare(baseline, candidate, margins=margins_of(load_rubric(None, CHECKS)))
     from reviewkit.suite.workloads import default_model
 
     primary = default_model(profile, "fp32").id.rsplit(".", 1)[0]  # the id less its dtype
@@ -138,7 +141,7 @@ def run_demo(
     """
     from reviewkit.analysis.roofline import analyse_run
     from reviewkit.bundle.run import write_run
-    from reviewkit.measure import runner as measure
+    from reviewkit.measure import ab
     from reviewkit.render.packet import write_packet
     from reviewkit.review.gate import run_check
     from reviewkit.site.build import build_site
@@ -150,14 +153,25 @@ def run_demo(
     decision = log / "decisions" / SLUG
     if decision.exists():
         shutil.rmtree(decision)
+    say(f"measuring the {profile} suite in fp32 and bf16 on {device}, interleaved (`ab`) ...")
+    request = ab.AbRequest({"dtype": "fp32"}, {"dtype": "bf16"}, profile, device, ("fp32",))
+    base_doc, cand_doc, pairing = ab.ab(request, on_progress)
+    if not (base_doc["complete"] and cand_doc["complete"]):
+        raise KeyboardInterrupt
     runs = {}
-    for label, dtype in (("baseline-fp32", "fp32"), ("candidate-bf16", "bf16")):
-        say(f"measuring the {profile} suite in {dtype} on {device} ...")
-        doc = analyse_run(measure.run(measure.RunRequest(profile, device, (dtype,)), on_progress))
-        if not doc["complete"]:
-            raise KeyboardInterrupt
+    for label, dtype, doc in (
+        ("baseline-fp32", "fp32", base_doc),
+        ("candidate-bf16", "bf16", cand_doc),
+    ):
+        doc["command"] = (
+            f"reviewkit ab --baseline dtype=fp32 --candidate dtype=bf16 --profile {profile} "
+            f"--device {device}"
+        )
+        runs[dtype] = analyse_run(doc)
         write_run(decision / "runs" / label, doc)
-        runs[dtype] = doc
+    ab.write_pairing(
+        decision / "runs", pairing, "baseline-fp32/run.json", "candidate-bf16/run.json"
+    )
     evidence = _measure_evidence(decision / "evidence", profile, device, say, on_progress)
     device_name = runs["fp32"]["environment"].get("device_name") or device
     review = decision / "review.toml"

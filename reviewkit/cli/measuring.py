@@ -1,4 +1,4 @@
-"""Commands that measure or read runs: run, show, suite, sensors, mfu."""
+"""Commands that measure or read runs: run, ab, show, suite, sensors, mfu."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _user_errors
+from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _user_errors, stderr
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
@@ -21,6 +21,12 @@ def run(
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
     threads: int | None = typer.Option(None, help="torch intra-op threads (default: torch's)"),
+    rounds: int | None = typer.Option(
+        None,
+        help="rounds per workload, each in a seeded random order, spread over the run "
+        "(default: smoke 2, quick 5, full 10)",
+    ),
+    seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
     out: Path | None = typer.Option(
         None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
     ),
@@ -31,8 +37,13 @@ def run(
     from reviewkit.bundle.run import write_run
     from reviewkit.cli.console import print_run, stdout_console, summary
     from reviewkit.measure import runner as measure
+    from reviewkit.measure.rounds import MAX_ROUNDS
 
-    request = measure.RunRequest(profile, device, _dtypes(dtype), only, threads)
+    if rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
+    request = measure.RunRequest(
+        profile, device, _dtypes(dtype), only, threads, rounds=rounds, round_seed=seed
+    )
     measure.plan(request)  # fail on bad input before any device work
     out_dir = out or _default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
@@ -50,6 +61,74 @@ def run(
     else:
         print_run(doc, stdout_console(), str(path))
     if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+@_user_errors
+def ab(
+    baseline: str = typer.Option(
+        "", "--baseline", help="the baseline mapping: KNOB=VALUE[,KNOB=VALUE] (empty: defaults)"
+    ),
+    candidate: str = typer.Option(
+        "", "--candidate", help="the candidate mapping: KNOB=VALUE[,KNOB=VALUE]"
+    ),
+    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
+    dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
+    rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 5, full 10)"),
+    seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
+    out: Path = typer.Option(
+        ..., help="folder for baseline/run.json, candidate/run.json and pairing.json"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+) -> None:
+    """Interleaved A/B: both mappings measured turn about in one process, two bundles."""
+    import shlex as _shlex
+
+    from reviewkit.analysis.compare import compare
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import write_run
+    from reviewkit.cli.console import print_comparison, stdout_console
+    from reviewkit.measure import ab as ab_mod
+    from reviewkit.measure.rounds import MAX_ROUNDS
+    from reviewkit.review.checks import CHECKS
+    from reviewkit.review.gate import margins_of
+    from reviewkit.review.rubric import load_rubric
+
+    if rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder; pick another path")
+    request = ab_mod.AbRequest(
+        ab_mod.parse_settings(baseline, "--baseline"),
+        ab_mod.parse_settings(candidate, "--candidate"),
+        profile, device, _dtypes(dtype), only, rounds, seed,
+    )  # fmt: skip
+    if request.baseline == request.candidate:
+        stderr.print(
+            "A/A: the two sides are the same mapping; the comparison should say equivalent "
+            "or inconclusive on every workload (anything else is noise called a change)"
+        )
+    with _progress() as on_progress:
+        base_doc, cand_doc, pairing = ab_mod.ab(request, on_progress)
+    command = _shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    paths = {}
+    for side, doc in ((ab_mod.BASELINE, base_doc), (ab_mod.CANDIDATE, cand_doc)):
+        doc["command"] = command
+        analyse_run(doc)
+        paths[side] = write_run(out / side, doc)
+    pairing_path = ab_mod.write_pairing(out, pairing)
+    comparison = compare(base_doc, cand_doc, str(paths["baseline"].parent),
+                         str(paths["candidate"].parent),
+                         margins=margins_of(load_rubric(None, CHECKS)))  # fmt: skip
+    if as_json:
+        _emit_json({"baseline": str(paths["baseline"]), "candidate": str(paths["candidate"]),
+                    "pairing": str(pairing_path), "comparison": comparison.to_json()})  # fmt: skip
+    else:
+        print_comparison(comparison, stdout_console())
+        Console().print(f"bundles: {paths['baseline']}, {paths['candidate']}; {pairing_path}")
+    if not (base_doc["complete"] and cand_doc["complete"]):
         raise typer.Exit(130)
 
 

@@ -15,7 +15,13 @@ def compare_cmd(
     base: Path = typer.Argument(..., help="baseline run bundle (folder or run.json)"),
     cand: Path = typer.Argument(..., help="candidate run bundle (folder or run.json)"),
     fail_on_regression: bool = typer.Option(
-        False, "--fail-on-regression", help="exit 1 if any workload is significantly slower at p99"
+        False,
+        "--fail-on-regression",
+        help="exit 1 if any workload's p99 is slower beyond the margin, at the rubric's false "
+        "discovery rate across all workloads",
+    ),
+    rubric: Path | None = typer.Option(
+        None, help="the rubric whose [verdicts] margins apply (default: rubrics/default.toml)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
 ) -> None:
@@ -24,10 +30,15 @@ def compare_cmd(
     from reviewkit.analysis.roofline import analyse_run
     from reviewkit.bundle.run import load_run
     from reviewkit.cli.console import print_comparison, stdout_console
+    from reviewkit.review.checks import CHECKS
+    from reviewkit.review.gate import margins_of
+    from reviewkit.review.rubric import load_rubric
 
+    margins = margins_of(load_rubric(rubric, CHECKS))
     comparison = compare(
-        analyse_run(load_run(base)), analyse_run(load_run(cand)), str(base), str(cand)
-    )
+        analyse_run(load_run(base)), analyse_run(load_run(cand)), str(base), str(cand),
+        margins=margins,
+    )  # fmt: skip
     if as_json:
         _emit_json(comparison.to_json())
     else:

@@ -94,7 +94,7 @@ def measure_quality(
 ) -> dict:
     """Relative and max-abs error of every workload per lower dtype, against float64."""
     from reviewkit.analysis.compare import slice_key
-    from reviewkit.measure.runner import resolve_device
+    from reviewkit.measure.device import resolve_device
 
     bad = [d for d in dtypes if d not in QUALITY_DTYPES]
     if bad or not dtypes:

@@ -17,12 +17,11 @@ from reviewkit.common.errors import UsageError
 from reviewkit.evidence import drift
 from reviewkit.evidence import files as evidence
 from reviewkit.measure import environment, sensors
+from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.runner import (
     POLICIES,
     SAMPLE_RESOLUTION_DIGITS,  # nanoseconds, as run bundles store samples
-    device_timed,
     knobs,
-    resolve_device,
 )
 from reviewkit.measure.sensors import Availability
 from reviewkit.suite import kernels

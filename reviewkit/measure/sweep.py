@@ -39,7 +39,8 @@ def run_sweep(
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Single-stream, offline and server levels for every selected workload."""
-    from reviewkit.measure.runner import knobs, resolve_device, synchroniser
+    from reviewkit.measure.device import resolve_device, synchroniser
+    from reviewkit.measure.runner import knobs
 
     if sla_p99_s is not None and not sla_p99_s > 0:
         raise UsageError(f"--sla-p99-s {sla_p99_s}: expected a positive number of seconds")

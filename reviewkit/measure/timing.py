@@ -26,6 +26,10 @@ class SamplingPolicy:
     # Hard wall budget for one workload, warm-up included: a pathological slow path
     # (fp16 matmul on a CPU runs ~1000x slower than bf16) must not stall the run.
     budget_s: float = 3.0
+    # The warm-up's own limit when it differs from the budget (a round's sampling budget is a
+    # share of the workload's, but its warm-up may take the whole of it): None is budget_s.
+    # A warm-up that ends within it is always followed by at least one measured call.
+    warmup_budget_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,12 @@ def collect_samples(
     """
     begin = clock()
     deadline = begin + policy.budget_s
+    warmup_limit = policy.budget_s if policy.warmup_budget_s is None else policy.warmup_budget_s
+    warmup_deadline = begin + warmup_limit
     warmup: list[float] = []
     while True:
         warmup.append(call())
-        if clock() >= deadline:
+        if clock() >= warmup_deadline:
             return SampleSet((), tuple(warmup), "budget", clock() - begin)
         if len(warmup) >= policy.warmup_calls and clock() - begin >= policy.warmup_s:
             break

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewkit.analysis.compare import Comparison, compare
+from reviewkit.analysis.compare import STATISTICAL_ONLY, Comparison, Margins, compare
 from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle.run import STATUS_OK, load_run
 from reviewkit.common.errors import InputError
@@ -149,11 +149,18 @@ def load_analysed(path: Path, review_file: Path, key: str) -> tuple[str, dict]:
         raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
 
 
-def _compare(base: tuple[str, dict], cand: tuple[str, dict], labels: tuple[str, str]):
-    key = (base[0], cand[0], *labels)
+def _compare(
+    base: tuple[str, dict], cand: tuple[str, dict], labels: tuple[str, str], margins: Margins
+):
+    key = (base[0], cand[0], *labels, repr(margins))
     if key not in _compared:
-        _remember(_compared, key, compare(base[1], cand[1], *labels))
+        _remember(_compared, key, compare(base[1], cand[1], *labels, margins=margins))
     return _compared[key]
+
+
+def margins_of(rubric) -> Margins:
+    """The rubric's [verdicts] margins, or statistical-only verdicts when it sets none."""
+    return rubric.margins if rubric.margins is not None else STATISTICAL_ONLY
 
 
 def run_check(
@@ -177,11 +184,19 @@ def run_check(
     ]
     baseline = base_loaded[1]
     candidates = [(p, loaded[1]) for p, loaded in cand_loaded]
+    margins = margins_of(rubric)
     comparisons = [
-        _compare(base_loaded, loaded, (review.relative(review.baseline), review.relative(p)))
+        _compare(
+            base_loaded, loaded, (review.relative(review.baseline), review.relative(p)), margins
+        )
         for p, loaded in cand_loaded
     ]
     warnings = [w for c in comparisons for w in c.warnings]
+    if rubric.margins is None:
+        warnings.append(
+            f"{rubric.path}: no [verdicts] table, so verdicts are statistical only (no practical "
+            "margin): add one as in rubrics/default.toml"
+        )
     for label, doc in [("baseline", baseline)] + [(review.relative(p), d) for p, d in candidates]:
         failed = [w["id"] for w in doc["workloads"] if w["status"] != STATUS_OK]
         if failed:

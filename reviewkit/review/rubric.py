@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewkit import rubrics
+from reviewkit.analysis.compare import Margins
 from reviewkit.common.errors import InputError
 from reviewkit.common.tomlfile import closest, read_toml
 
@@ -52,6 +54,10 @@ class Rubric:
     path: str
     sections: tuple[tuple[str, str], ...]  # (id, title)
     items: tuple[RubricItem, ...]
+    # The [verdicts] table: the practical margin a comparison's verdicts need, the false
+    # discovery rate over its p99 tests, the ceiling shift that is a finding. None when the
+    # rubric has no such table: verdicts are then statistical only, and reports say so.
+    margins: Margins | None = None
 
     def item(self, item_id: str) -> RubricItem | None:
         return next((i for i in self.items if i.id == item_id), None)
@@ -150,4 +156,45 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
         path=where,
         sections=tuple(sections),
         items=tuple(items),
+        margins=_margins(where, doc.get("verdicts")),
     )
+
+
+# [verdicts] key -> (lowest, highest) it may take: a margin of half the baseline or more would
+# call nothing faster; a false discovery rate of 0 or 1 controls nothing.
+VERDICT_KEYS = {"min_effect": (0.0, 0.5), "fdr": (1e-6, 0.5), "max_ceiling_shift": (0.0, 1.0)}
+
+
+def _fraction(where: str, key: str, value: object, low: float, high: float) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not low <= value <= high:
+        raise InputError(
+            f"{where}: [verdicts] {key} = {value!r}: expected a number from {low:g} to {high:g}"
+        )
+    return float(value)
+
+
+def _margins(where: str, raw: object) -> Margins | None:
+    """The [verdicts] table, every key required and in range, or None when there is none."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: [verdicts] must be a table")
+    known = [*VERDICT_KEYS, "min_effect_by_layer_type"]
+    for key in raw:
+        if key not in known:
+            raise InputError(f"{where}: [verdicts] unknown key {key!r}{closest(key, known)}")
+    values = {}
+    for key, (low, high) in VERDICT_KEYS.items():
+        if key not in raw:
+            raise InputError(f"{where}: [verdicts] key {key!r} is required")
+        values[key] = _fraction(where, key, raw[key], low, high)
+    by_layer = raw.get("min_effect_by_layer_type", {})
+    if not isinstance(by_layer, dict):
+        raise InputError(f"{where}: [verdicts] min_effect_by_layer_type must be a table")
+    low, high = VERDICT_KEYS["min_effect"]
+    layers = {
+        str(k): _fraction(where, f"min_effect_by_layer_type.{k}", v, low, high)
+        for k, v in by_layer.items()
+    }
+    return Margins(min_effect_by_layer_type=layers, **values)

@@ -81,12 +81,17 @@ ModuleTransform = Callable[[nn.Module], nn.Module]
 
 
 def build(
-    spec: WorkloadSpec, device: torch.device, module_transform: ModuleTransform | None = None
+    spec: WorkloadSpec,
+    device: torch.device,
+    module_transform: ModuleTransform | None = None,
+    channels_last: bool = False,
 ) -> Callable[[], object]:
     """A zero-argument callable that runs the workload once (inference, no autograd).
 
     module_transform rewrites the nn.Module of a block or model workload after it is built
     (int8 dynamic quantisation, say); functional kernels have no module and ignore it.
+    channels_last stores a convolution's 4-D input and weight in NHWC order (the memory-format
+    knob); other kernels have no 4-D operands and ignore it.
     """
     gen = torch.Generator().manual_seed(INPUT_SEED)
     p = spec.params
@@ -105,6 +110,8 @@ def build(
         return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal)
     if k == "conv2d":
         x, w = _inputs(spec, device, gen)
+        if channels_last:
+            x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
         stride, pad = p["stride"], p["padding"]
         return lambda: F.conv2d(x, w, stride=stride, padding=pad)
     if k == "layer_norm":

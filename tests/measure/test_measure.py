@@ -5,6 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from reviewkit.common.errors import DeviceUnavailableError, UsageError  # noqa: E402
+from reviewkit.measure import calibration  # noqa: E402
 from reviewkit.measure import runner as measure  # noqa: E402
 from reviewkit.suite import kernels  # noqa: E402
 from reviewkit.suite import workloads as suite  # noqa: E402
@@ -88,18 +89,21 @@ def test_ctrl_c_keeps_what_was_measured(monkeypatch):
     real = measure.measure_workload
     calls = []
 
-    def interrupted(spec, *args):
+    def interrupted(spec, *args, **kwargs):
         calls.append(spec.id)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(spec, *args)
+        return real(spec, *args, **kwargs)
 
     monkeypatch.setattr(measure, "measure_workload", interrupted)
-    doc = measure.run(measure.RunRequest(profile="smoke", dtypes=("fp32",), only="norm.*,gemm.*"))
+    request = measure.RunRequest(profile="smoke", dtypes=("fp32",), only="norm.*,gemm.*")
+    doc = measure.run(request)
     assert not doc["complete"] and "Ctrl-C" in doc["interrupted"]
-    statuses = [w["status"] for w in doc["workloads"]]
-    assert statuses[:2] == ["ok", "ok"]
-    assert set(statuses[2:]) == {"not-run"}
+    # The first round's random order reached two workloads: they keep their one round.
+    status = {w["id"]: w["status"] for w in doc["workloads"]}
+    assert [status[i] for i in calls[:2]] == ["ok", "ok"]
+    assert {s for i, s in status.items() if i not in calls[:2]} == {"not-run"}
+    assert all(len(w["round_sizes"]) == 1 for w in doc["workloads"] if w["id"] in calls[:2])
 
 
 def test_unknown_device_names_the_choices():
@@ -114,7 +118,7 @@ def test_absent_cuda_is_a_clear_error():
 
 
 def test_calibrated_gemm_ceiling_is_a_real_rate():
-    rate, method = measure.calibrate_compute("fp32", torch.device("cpu"), "smoke")
+    rate, method = calibration.calibrate_compute("fp32", torch.device("cpu"), "smoke")
     # torch.mm fp32 on any CPU that runs the tests: between 1 GFLOP/s and 100 TFLOP/s.
     assert 1e9 < rate < 1e14
     assert "best at n=" in method

@@ -55,7 +55,7 @@ def fake_rapl(tmp_path, monkeypatch):
 
 def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl):
     request = measure.RunRequest(
-        profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl)
+        profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl), rounds=1
     )
     doc = analyse_run(measure.run(request))
     assert doc["environment"]["sensors"]["rapl"]["domains"] == ["package-0", "dram"]
@@ -96,6 +96,27 @@ def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl):
     assert layer["confidence"] == "low"
 
 
+def test_energy_is_totalled_over_the_rounds_windows(fake_rapl):
+    """Two rounds of smoke (5 samples, 0.01 s target, 1 warm-up call): each round takes
+    ceil(5 / 2) = 3 samples of 3 ms (9 ms >= the 5 ms share of the target) after its one
+    warm-up call, so 6 metered calls: package 6 x 2,000 uJ = 12 mJ, DRAM 6 x 500 uJ = 3 mJ,
+    15 mJ in all; neither round's warm-up is counted."""
+    request = measure.RunRequest(
+        profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl), rounds=2
+    )
+    doc = analyse_run(measure.run(request))
+    assert doc["rounds"] == {"rounds": 2, "seed": 0}
+    for w in doc["workloads"]:
+        assert w["round_sizes"] == [3, 3] and len(w["warmup_samples_s"]) == 2
+        e = w["energy"]
+        assert e["joules_by_domain"] == {
+            "package-0": pytest.approx(0.012),
+            "dram": pytest.approx(0.003),
+        }
+        assert e["calls"] == 6 and e["calls_per_joule"] == pytest.approx(6 / 0.015)
+        assert e["window_s"] >= sum(w["samples_s"]) >= 6 * 0.003
+
+
 def test_energy_survives_the_bundle(fake_rapl, tmp_path):
     request = measure.RunRequest(
         profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl)
@@ -103,7 +124,7 @@ def test_energy_survives_the_bundle(fake_rapl, tmp_path):
     doc = analyse_run(measure.run(request))
     write_run(tmp_path / "run", doc)
     loaded = load_run(tmp_path / "run")
-    assert loaded["schema_version"] == 2 and "migrated_from" not in loaded
+    assert loaded["schema_version"] == 3 and "migrated_from" not in loaded
     assert [w["energy"] for w in loaded["workloads"]] == [w["energy"] for w in doc["workloads"]]
     again = analyse_run(loaded)  # re-derived from joules and window: the same numbers
     assert again["layer_energy"] == doc["layer_energy"]

@@ -134,7 +134,7 @@ def forest_rows() -> list[dict]:
         {"workload": "softmax 8192", "ratio": 1.2, "low": 1.1, "high": 1.3, "verdict": "slower"},
         {"workload": "matmul 4096", "ratio": 0.8, "low": 0.78, "high": 0.82, "verdict": "faster"},
         {"workload": "layernorm", "ratio": 1.01, "low": 0.97, "high": 1.05,
-         "verdict": "no significant difference"},
+         "verdict": "inconclusive"},
     ]  # fmt: skip
 
 

@@ -197,7 +197,6 @@ def test_the_rubric_params_are_the_packets(tmp_path):
     )
 
 
-
 def test_without_the_rubric_item_the_fit_is_not_scored_and_no_threshold_is_invented(tmp_path):
     """The fit's thresholds live only in the rubric: a team rubric without the production-shape
     item gets a note saying so, not a matrix drawn with a factor the packet made up."""
@@ -217,6 +216,7 @@ def test_without_the_rubric_item_the_fit_is_not_scored_and_no_threshold_is_inven
     assert pf["shape_range_factor"] is None and pf["min_coverage"] is None
     assert pf["note"].startswith("The rubric has no `production-shape-evidence` item")
     assert pf["candidates"] == [] and "fit_matrix" not in model["charts"]
+
 
 def test_several_candidates_each_scored_and_equal_fits_drawn_once(tmp_path):
     review = complete_review()

@@ -151,7 +151,6 @@ def test_rerendering_is_byte_identical(tmp_path, monkeypatch):
     assert json.loads(c.json.read_text())["generated"] == "2025-12-02 00:00 UTC"
 
 
-
 def test_a_pinned_build_date_renders_the_pdf_with_it_as_its_creation_date(tmp_path, monkeypatch):
     """SOURCE_DATE_EPOCH used to write "2025-12-02 00:00 UTC" into dcterms.created, a date
     WeasyPrint refuses (exit 1): the meta carries W3C-DTF, the page the readable form."""
@@ -164,6 +163,7 @@ def test_a_pinned_build_date_renders_the_pdf_with_it_as_its_creation_date(tmp_pa
     assert "2025-12-02 00:00 UTC" in result.html.read_text()  # the kicker on the page
     created = pypdfium2.PdfDocument(result.pdf).get_metadata_dict()["CreationDate"]
     assert created.startswith("D:20251202000000")
+
 
 def test_injection_payloads_are_inert(tmp_path):
     review = complete_review()

@@ -32,7 +32,7 @@ def _drop(review, *path):
     return review
 
 
-TAIL = [4e-3] * 192 + [1.5e-2] * 8
+TAIL = [4e-3] * 188 + [1.5e-2] * 12
 
 # (flag item, how to raise it: review mutation, baseline kwargs, candidate kwargs)
 RED_FLAGS = {
@@ -49,9 +49,10 @@ RED_FLAGS = {
         {},
         {
             "samples_for": {
-                # Baseline median 5 ms. Mean (192 * 4 + 8 * 15) / 200 = 4.44 ms < 5 ms, but
-                # p99 lands on the 15 ms tail; 8 tail samples of 200 keep it there in >98% of
-                # resamples.
+                # Baseline median 5 ms. Mean (188 * 4 + 12 * 15) / 200 = 4.66 ms < 5 ms, but
+                # p99 lands on the 15 ms tail: a resample leaves it only with 2 or fewer of the
+                # 12 tail samples, P(Binomial(200, 0.06) <= 2) ~ 5e-4, so the one-sided
+                # p-value passes Benjamini-Hochberg at 5% over the 5 workloads (0.01).
                 "gemm.toy-ffn-up.b1s128": TAIL
             }
         },
@@ -265,7 +266,7 @@ def test_team_rubric(tmp_path):
 
 
 def test_tail_samples_construction_is_what_the_flag_needs():
-    assert sum(TAIL) / len(TAIL) == pytest.approx(4.44e-3)
+    assert sum(TAIL) / len(TAIL) == pytest.approx(4.66e-3)
     assert len(samples(1.0)) == 200
 
 

@@ -50,8 +50,13 @@ def test_build_incremental_rebuild(log, tmp_path):
 
 @pytest.mark.parametrize(
     "changed",
-    ["analysis/stats.py", "review/checks", "render/charts", "templates/packet.css",
-     "suite/workloads.py"],
+    [
+        "analysis/stats.py",
+        "review/checks",
+        "render/charts",
+        "templates/packet.css",
+        "suite/workloads.py",
+    ],
 )
 def test_a_code_change_anywhere_a_page_depends_on_re_renders_an_unchanged_decision(
     log, tmp_path, monkeypatch, changed
@@ -79,6 +84,7 @@ def test_measuring_code_and_the_cli_are_not_render_inputs():
     names = [name for name, _ in site.render_code_files()]
     assert not [n for n in names if n.startswith(("measure/", "cli/"))]
     assert "analysis/stats.py" in names and "templates/packet.html.j2" in names
+
 
 def test_worker_processes_build_the_same_site(log, tmp_path):
     (log / "decisions" / "beta" / "review.toml").write_text("schema_version = 1\ntitle = [\n")

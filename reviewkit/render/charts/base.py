@@ -51,14 +51,16 @@ LABEL_LIMIT = 300  # px: full workload ids (up to ~50 characters at 10 px) inste
 VERDICT_COLOURS = {
     "faster": "#009E73",
     "slower": "#D55E00",
-    "no significant difference": "#999999",
+    "equivalent": "#0072B2",
+    "inconclusive": "#999999",
 }
 
 
 VERDICT_SHAPES = {  # shape repeats the colour so the verdict survives greyscale printing
     "faster": "triangle-left",
     "slower": "triangle-right",
-    "no significant difference": "circle",
+    "equivalent": "square",
+    "inconclusive": "circle",
 }
 
 

@@ -56,8 +56,17 @@ TRADE_BAR_PX = 22
 
 
 @_memo
-def forest(rows: list[dict], *, item: str = "workload") -> dict:
-    """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types."""
+def forest(
+    rows: list[dict],
+    *,
+    item: str = "workload",
+    margin: float | None = None,
+    noise_floor: float | None = None,
+) -> dict:
+    """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types.
+
+    With `margin`, the band 1 -/+ margin is shaded: an interval inside it is `equivalent`, one
+    wholly beyond it `faster` or `slower`, any other `inconclusive`."""
     title = f"Median latency ratio per {item}, candidate / baseline"
     points, dropped = [], 0
     for r in rows:
@@ -82,6 +91,12 @@ def forest(rows: list[dict], *, item: str = "workload") -> dict:
     notes = [f"{_plural(dropped, item)} without a positive ratio not shown"] if dropped else []
     if not points:
         return _no_data(title, notes)
+    band = margin is not None and 0 < margin < 1
+    if band:
+        floor = "" if noise_floor is None else f"; measured noise floor ±{100 * noise_floor:.1f}%"
+        notes.append(
+            f"shaded: the rubric's margin ±{100 * margin:.0f}% (within it: equivalent){floor}"
+        )
     points.sort(key=lambda p: (p["ratio"], p["workload"]))
     order = _unique(p["workload"] for p in points)
     intervals = [p for p in points if p["low"] is not None]
@@ -91,6 +106,8 @@ def forest(rows: list[dict], *, item: str = "workload") -> dict:
     ends = (
         [1.0] + [p["ratio"] for p in points] + [v for p in intervals for v in (p["low"], p["high"])]
     )
+    if band:
+        ends += [1 - margin, 1 + margin]
     x_scale = alt.Scale(
         type="log", domain=[min(ends) / FOREST_PAD, max(ends) * FOREST_PAD], nice=False
     )
@@ -134,7 +151,15 @@ def forest(rows: list[dict], *, item: str = "workload") -> dict:
             ],
         )
     )
-    chart = alt.layer(one, bars, dots).properties(
+    layers = [one, bars, dots]
+    if band:
+        shade = (
+            alt.Chart(_data([{"low": 1 - margin, "high": 1 + margin}]))
+            .mark_rect(color="#999999", opacity=0.15)
+            .encode(x=alt.X("low:Q", title=x_title, scale=x_scale), x2="high:Q")
+        )
+        layers.insert(0, shade)
+    chart = alt.layer(*layers).properties(
         width=WIDTH,
         height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 8)),
         title=_title(title, notes),

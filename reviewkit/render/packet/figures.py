@@ -140,9 +140,14 @@ def _comparison_charts(report: Report, charts) -> dict:
             for w in comp.workloads
             if w.median_ratio is not None
         ]
+    first = report.comparisons[0] if report.comparisons else None
+    band = {
+        "margin": first.margins.min_effect if first else None,
+        "noise_floor": first.noise_floor if first else None,
+    }
     return {
-        "forest_layers": charts.forest(forest_layers, item="layer type"),
-        "forest_workloads": charts.forest(forest_workloads),
+        "forest_layers": charts.forest(forest_layers, item="layer type", **band),
+        "forest_workloads": charts.forest(forest_workloads, **band),
     }
 
 

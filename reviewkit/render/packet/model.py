@@ -47,6 +47,7 @@ def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
                 "p99_ratio_ci": c.p99_ratio_ci,
                 "verdict": c.verdict,
                 "p99_verdict": c.p99_verdict,
+                "p99_regression": c.p99_regression,
                 "reason": c.reason,
                 "baseline_mfu": c.mfu_baseline,
                 "candidate_mfu": c.mfu_candidate,
@@ -276,6 +277,7 @@ def build_model(report: Report) -> dict:
                 ],
                 "paired_by": c.paired_by,
                 "warnings": list(c.warnings),
+                "basis": c.basis(),
             }
             for i, c in enumerate(report.comparisons)
         ],

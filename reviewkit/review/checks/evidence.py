@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reviewkit.analysis.compare import SLOWER, slice_key
+from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import files as evidence_files
@@ -105,32 +105,35 @@ def long_window_stability(ctx: Context) -> CheckResult:
 
 @check("tail-latency")
 def tail_latency(ctx: Context) -> CheckResult:
-    evidence, bad = [], []
+    evidence, bad, tests = [], [], 0
     for i, comp in enumerate(ctx.comparisons):
+        tests += comp.p99_comparisons
         for w in comp.workloads:
-            if w.mean_ratio is None or w.mean_ratio >= 1:
+            if w.mean_ratio is None or w.mean_ratio >= 1 or not w.p99_regression:
                 continue
-            p95_slower = w.p95_ratio_ci is not None and w.p95_ratio_ci[0] > 1
-            if p95_slower or w.p99_verdict == SLOWER:
-                bad.append(w.key)
-                evidence.append(
-                    _workload_evidence(
-                        w,
-                        ctx.candidates[i][1],
-                        f"candidate {i + 1}: mean x{w.mean_ratio:.3f} but "
-                        f"p95 x{w.p95_ratio:.3f}, p99 x{w.p99_ratio:.3f} "
-                        f"(95% CI of p99 ratio {w.p99_ratio_ci[0]:.3f}-{w.p99_ratio_ci[1]:.3f})",
-                    )
+            bad.append(w.key)
+            evidence.append(
+                _workload_evidence(
+                    w,
+                    ctx.candidates[i][1],
+                    f"candidate {i + 1}: mean x{w.mean_ratio:.3f} but "
+                    f"p95 x{w.p95_ratio:.3f}, p99 x{w.p99_ratio:.3f} "
+                    f"(95% CI of p99 ratio {w.p99_ratio_ci[0]:.3f}-{w.p99_ratio_ci[1]:.3f}, "
+                    f"beyond the {w.margin:.0%} margin)",
                 )
+            )
+    fdr = ctx.comparisons[0].margins.fdr if ctx.comparisons else None
+    control = (f" (p99 regressions at a {fdr:.0%} false discovery rate over {tests} "
+               "comparisons)") if fdr is not None else ""  # fmt: skip
     if bad:
         return CheckResult(
             FAIL,
-            f"the mean improves while p95 or p99 regresses beyond noise on "
-            f"{len(bad)} workload(s): {', '.join(bad[:5])}",
+            f"the mean improves while p99 regresses beyond the margin on "
+            f"{len(bad)} workload(s): {', '.join(bad[:5])}{control}",
             tuple(evidence),
         )
     return CheckResult(
-        PASS, "no workload trades a better mean for a significantly worse p95 or p99"
+        PASS, f"no workload trades a better mean for a p99 regression beyond the margin{control}"
     )
 
 

@@ -1,0 +1,314 @@
+"""Interleaved A/B: baseline and candidate mappings measured turn about, in one process.
+
+Two runs measured one after the other see different machines: a neighbour arrives, the clock
+drifts, pages land elsewhere (Abedi & Brecht, ICPE 2017). Here each round visits the workloads
+in a seeded random order and measures every workload under both mappings back to back, the
+side that goes first alternating by round, so a drift hits both sides alike and the rounds
+pair. The result is two ordinary run bundles sharing one calibration (one denominator) and a
+pairing record that `compare` reads to resample the rounds in pairs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from reviewkit.analysis.compare import slice_key
+from reviewkit.bundle.run import STATUS_OK
+from reviewkit.common.errors import UsageError
+from reviewkit.measure import rounds as rounds_mod
+from reviewkit.measure import runner, sensors
+from reviewkit.measure.calibration import calibrate
+from reviewkit.measure.device import resolve_device
+from reviewkit.suite import kernels
+from reviewkit.suite import workloads as suite
+from reviewkit.suite.workloads import WorkloadSpec
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+PAIRING_KIND = "reviewkit.ab_pairing"
+PAIRING_FILE = "pairing.json"
+
+FP32_PRECISIONS = ("highest", "high", "medium")
+ATTENTION_BACKENDS = {  # knob value -> torch.nn.attention.SDPBackend member
+    "math": "MATH",
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+}
+MEMORY_FORMATS = ("contiguous", "channels_last")
+QUANTIZATIONS = ("none", "int8-dynamic")
+BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
+# Knobs a run records that cannot change between two calls in one process, and why: `ab`
+# names them and points at two runs with rounds instead.
+NOT_IN_PROCESS = {
+    "interop_threads": "torch sizes its inter-op thread pool once, at the first parallel work, "
+    "and refuses to change it after",
+    "compile_mode": "torch.compile spends seconds to minutes compiling each workload, and "
+    "guards on the closures `ab` rebuilds every round, so the rounds would measure compilation",
+    "device": "one process measures one device here; a comparison across devices is two runs",
+    "sparsity": "the suite has no sparse kernels to switch to",
+}
+SWITCHABLE = (
+    "dtype",
+    "threads",
+    "float32_matmul_precision",
+    "mkldnn_enabled",
+    "attention_backend",
+    "memory_format",
+    "quantization",
+)
+
+
+def parse_settings(text: str, option: str) -> dict[str, object]:
+    """`KNOB=VALUE[,KNOB=VALUE]` into checked settings; a clear error names the knob."""
+    out: dict[str, object] = {}
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        knob, sep, value = part.partition("=")
+        knob, value = knob.strip(), value.strip()
+        if not sep or not knob or not value:
+            raise UsageError(f"{option} {text!r}: expected KNOB=VALUE[,KNOB=VALUE], got {part!r}")
+        if knob in NOT_IN_PROCESS:
+            raise UsageError(
+                f"{option}: knob {knob!r} cannot be switched in one process "
+                f"({NOT_IN_PROCESS[knob]}); measure two runs instead: `reviewkit run "
+                "--rounds N --out A` with the baseline setting, then with the candidate's, and "
+                "`reviewkit compare A B`"
+            )
+        if knob not in SWITCHABLE:
+            raise UsageError(
+                f"{option}: unknown knob {knob!r}; `ab` switches {', '.join(SWITCHABLE)}"
+            )
+        if knob in out:
+            raise UsageError(f"{option}: knob {knob!r} is given twice")
+        out[knob] = _value(knob, value, option)
+    return out
+
+
+def _value(knob: str, value: str, option: str) -> object:
+    choices: tuple[str, ...] | None = {
+        "dtype": suite.DTYPES,
+        "float32_matmul_precision": FP32_PRECISIONS,
+        "attention_backend": ("default", *ATTENTION_BACKENDS),
+        "memory_format": MEMORY_FORMATS,
+        "quantization": QUANTIZATIONS,
+        "mkldnn_enabled": tuple(BOOLEANS),
+    }.get(knob)
+    if knob == "threads":
+        if not value.isdigit() or int(value) < 1:
+            raise UsageError(f"{option}: threads={value!r}: expected a positive integer")
+        return int(value)
+    if value not in choices:
+        raise UsageError(f"{option}: {knob}={value!r}: choose one of {', '.join(choices)}")
+    return BOOLEANS[value] if knob == "mkldnn_enabled" else value
+
+
+@dataclass
+class Side:
+    """One side's mapping: the settings that hold while its workloads are built and measured."""
+
+    label: str
+    settings: dict
+    dtypes: tuple[str, ...]
+    specs: list[WorkloadSpec] = field(default_factory=list)
+    # A benchmark's seam (benchmarks/aa_false_alarms.py injects a known slowdown through it);
+    # no command sets it, so no real run measures anything but the suite's kernels.
+    wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        s = self.settings
+        threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
+        with contextlib.ExitStack() as stack:
+            if "threads" in s:
+                torch.set_num_threads(int(s["threads"]))
+            if "float32_matmul_precision" in s:
+                torch.set_float32_matmul_precision(str(s["float32_matmul_precision"]))
+            if "mkldnn_enabled" in s:
+                stack.enter_context(torch.backends.mkldnn.flags(enabled=bool(s["mkldnn_enabled"])))
+            if s.get("attention_backend", "default") != "default":
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                backend = getattr(SDPBackend, ATTENTION_BACKENDS[str(s["attention_backend"])])
+                stack.enter_context(sdpa_kernel(backend))
+            try:
+                yield
+            finally:
+                torch.set_num_threads(threads)
+                torch.set_float32_matmul_precision(precision)
+
+    def build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
+        transform = _int8_dynamic if self.settings.get("quantization") == "int8-dynamic" else None
+        channels_last = self.settings.get("memory_format") == "channels_last"
+        fn = kernels.build(spec, device, transform, channels_last=channels_last)
+        return self.wrap(fn) if self.wrap is not None else fn
+
+    def knobs(self, base: dict) -> dict:
+        """The run's knobs as this side sets them (read back from torch where torch holds them)."""
+        out = dict(base)
+        with self.active():
+            out["threads"] = torch.get_num_threads()
+            out["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+            out["mkldnn_enabled"] = bool(torch.backends.mkldnn.enabled)
+        out["dtypes"] = list(self.dtypes)
+        for knob in ("attention_backend", "memory_format", "quantization"):
+            if knob in self.settings:
+                out[knob] = self.settings[knob]
+        return out
+
+
+def _int8_dynamic(module: torch.nn.Module) -> torch.nn.Module:
+    from torch.ao.quantization import quantize_dynamic
+
+    return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+@dataclass(frozen=True)
+class AbRequest:
+    baseline: dict
+    candidate: dict
+    profile: str = suite.DEFAULT_PROFILE
+    device: str = "cpu"
+    dtypes: tuple[str, ...] = ("fp32",)
+    only: str | None = None
+    rounds: int | None = None
+    round_seed: int = rounds_mod.ROUND_SEED
+
+
+def _sides(request: AbRequest) -> tuple[Side, Side]:
+    sides = []
+    for label, settings in ((BASELINE, request.baseline), (CANDIDATE, request.candidate)):
+        dtypes = (str(settings["dtype"]),) if "dtype" in settings else request.dtypes
+        specs = suite.plan_specs(request.profile, dtypes, request.only)
+        sides.append(Side(label, dict(settings), dtypes, specs))
+    base, cand = sides
+    if base.dtypes != cand.dtypes and (len(base.dtypes) != 1 or len(cand.dtypes) != 1):
+        raise UsageError(
+            "--baseline/--candidate: when the sides' dtypes differ each side measures one dtype "
+            f"(got {', '.join(base.dtypes)} against {', '.join(cand.dtypes)}); pass --dtype D"
+        )
+    return base, cand
+
+
+def _pairs(base: Side, cand: Side) -> list[tuple[int | None, int | None]]:
+    """(baseline index, candidate index) of each workload measured: by shape when the dtypes
+    differ, else by id; a workload only one side has is measured alone."""
+    by_shape = base.dtypes != cand.dtypes
+    key = (lambda s: slice_key({"id": s.id, "dtype": s.dtype})) if by_shape else (lambda s: s.id)
+    cand_index = {key(s): i for i, s in enumerate(cand.specs)}
+    pairs = [(i, cand_index.pop(key(s), None)) for i, s in enumerate(base.specs)]
+    return pairs + [(None, j) for j in cand_index.values()]
+
+
+def ab(
+    request: AbRequest,
+    on_progress: Callable[[str, int, int], None] | None = None,
+    candidate_wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None,
+) -> tuple[dict, dict, dict]:
+    """Measure both sides interleaved; (baseline doc, candidate doc, pairing record).
+    `candidate_wrap` is the benchmarks' seam for a known injected effect (no command has it)."""
+    base, cand = _sides(request)
+    cand.wrap = candidate_wrap
+    device = resolve_device(request.device)
+    policy = runner.POLICIES[request.profile]
+    pairs = _pairs(base, cand)
+    plan = rounds_mod.plan_rounds(
+        len(pairs), request.rounds or rounds_mod.DEFAULT_ROUNDS[request.profile], request.round_seed
+    )
+    progress = on_progress or (lambda *_: None)
+    energy = runner.energy_source(device, sensors.POWERCAP)
+    started = time.time()
+    pairing_id = uuid.uuid4().hex
+    identical = request.baseline == request.candidate
+    pairing = {
+        "kind": PAIRING_KIND,
+        "id": pairing_id,
+        "design": "interleaved: each round a seeded random workload order; each workload "
+        "measured under both mappings back to back, the first side alternating by round",
+        "rounds": plan.rounds,
+        "seed": plan.seed,
+        "aa": identical,
+        "settings": {BASELINE: request.baseline, CANDIDATE: request.candidate},
+    }
+    docs = {}
+    for side in (base, cand):
+        run_request = runner.RunRequest(request.profile, request.device, side.dtypes, request.only)
+        doc = runner.new_run_doc(
+            run_request, device, energy, sensors.POWERCAP, policy, plan, started
+        )
+        doc["knobs"] = side.knobs(doc["knobs"])
+        doc["pairing"] = {**pairing, "side": side.label}
+        threads = doc["knobs"]["threads"]
+        doc["workloads"] = [
+            runner._base_record(s, runner.reproduce_command(s, request.profile, device, threads))
+            for s in side.specs
+        ]
+        docs[side.label] = doc
+    try:
+        progress("calibrating ceilings (shared by both sides)", 0, len(pairs))
+        dtypes = sorted({*base.dtypes, *cand.dtypes}, key=suite.DTYPES.index)
+        ceilings = calibrate(device, dtypes, request.profile)
+        for doc in docs.values():
+            doc["ceilings"] = ceilings
+        _measure(pairs, (base, cand), docs, plan, policy, ceilings, device, energy, progress)
+        for doc in docs.values():
+            doc["complete"] = True
+    except KeyboardInterrupt:
+        for doc in docs.values():
+            runner.mark_interrupted(doc)
+    for doc in docs.values():
+        doc["wall_s"] = round(time.time() - started, 3)
+    return docs[BASELINE], docs[CANDIDATE], pairing
+
+
+def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progress) -> None:
+    """Every round: the plan's workload order, each workload under both mappings back to
+    back; a pair that failed or spent its budget on either side sits out later rounds."""
+    total = plan.rounds * len(pairs)
+    builders = {side.label: rounds_mod.BuildCache(side.build) for side in sides}
+    for r, order in enumerate(plan.orders):
+        one_round = rounds_mod.round_policy(policy, plan.rounds, first=r == 0)
+        turn = sides if r % 2 == 0 else sides[::-1]  # ABBA over rounds: no side always first
+        for step, p in enumerate(order):
+            indices = dict(zip((BASELINE, CANDIDATE), pairs[p], strict=True))
+            records = [docs[s.label]["workloads"][indices[s.label]] for s in sides
+                       if indices[s.label] is not None]  # fmt: skip
+            name = (sides[0].specs[indices[BASELINE]] if indices[BASELINE] is not None
+                    else sides[1].specs[indices[CANDIDATE]]).id  # fmt: skip
+            progress(f"round {r + 1}/{plan.rounds}: {name}", r * len(pairs) + step, total)
+            if r > 0 and any(
+                rec["status"] != STATUS_OK or rounds_mod.budget_spent(rec, policy)
+                for rec in records
+            ):
+                continue
+            for side in turn:
+                i = indices[side.label]
+                if i is None:
+                    continue
+                workloads = docs[side.label]["workloads"]
+                measured = runner.measure_workload(
+                    side.specs[i], device, one_round, ceilings, workloads[i]["reproduce"],
+                    energy, whole_budget=policy, mapping=side, builder=builders[side.label],
+                )  # fmt: skip
+                workloads[i] = rounds_mod.merge_round(workloads[i], measured, r)
+    progress("done", total, total)
+
+
+def write_pairing(
+    out_dir: Path,
+    pairing: dict,
+    baseline: str = f"{BASELINE}/run.json",
+    candidate: str = f"{CANDIDATE}/run.json",
+) -> Path:
+    """The pairing beside the two bundles (their paths relative to it): which sides, which
+    settings, which design."""
+    from reviewkit.bundle.run import write_json_atomic
+
+    path = Path(out_dir) / PAIRING_FILE
+    write_json_atomic(path, {**pairing, "baseline": baseline, "candidate": candidate})
+    return path

@@ -1,0 +1,81 @@
+"""The device a run measures on: resolving --device, its name, and timing one call on it."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+import torch
+
+from reviewkit.common.errors import DeviceUnavailableError, UsageError
+from reviewkit.measure import environment
+from reviewkit.measure.timing import timed_call
+
+DEVICE_KINDS = ("cpu", "cuda", "mps", "xpu")
+
+
+def resolve_device(name: str) -> torch.device:
+    kind = name.split(":", 1)[0]
+    if kind not in DEVICE_KINDS or not re.fullmatch(r"[a-z]+(:\d+)?", name):
+        raise UsageError(
+            f"--device {name!r} is not a device reviewkit knows; choose one of "
+            f"{', '.join(DEVICE_KINDS)} (optionally with an index, e.g. cuda:1)"
+        )
+    available = {
+        "cpu": lambda: True,
+        "cuda": lambda: torch.cuda.is_available(),
+        "mps": lambda: hasattr(torch.backends, "mps") and torch.backends.mps.is_available(),
+        "xpu": lambda: hasattr(torch, "xpu") and torch.xpu.is_available(),
+    }[kind]()
+    if not available:
+        raise DeviceUnavailableError(
+            f"--device {name}: no {kind} device is available to torch {torch.__version__} on this "
+            f"machine; run with --device cpu, or on a machine with a {kind} device"
+        )
+    device = torch.device(name)
+    if kind == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise DeviceUnavailableError(
+            f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) present"
+        )
+    return device
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "cpu":
+        return environment.cpu_model()
+    return device.type
+
+
+def synchroniser(device: torch.device) -> Callable[[], None]:
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    if device.type == "mps":
+        return torch.mps.synchronize
+    if device.type == "xpu":
+        return torch.xpu.synchronize
+    return lambda: None
+
+
+def device_timed(fn: Callable[[], object], device: torch.device) -> Callable[[], float]:
+    """Per-call duration: CUDA events on NVIDIA GPUs, else the host clock with a device sync."""
+    if device.type == "cuda":
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+
+        def call() -> float:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
+
+        return call
+    return timed_call(fn, time.perf_counter, synchroniser(device))
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
