@@ -131,16 +131,10 @@ def slowdown(profile: str, only: str, margins) -> dict:
     from reviewkit.measure import ab as ab_mod
 
     def slower(fn):
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
+        def call():  # each call followed by a busy wait of 10% of its own duration
+            start = time.perf_counter()
             fn()
-            times.append(time.perf_counter() - t0)
-        extra = SLOWDOWN * statistics.median(times)
-
-        def call():
-            fn()
-            end = time.perf_counter() + extra
+            end = time.perf_counter() + SLOWDOWN * (time.perf_counter() - start)
             while time.perf_counter() < end:  # measured work the baseline does not do
                 pass
 
@@ -162,6 +156,7 @@ def slowdown(profile: str, only: str, margins) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--ab-pairs", type=int, default=10)
     parser.add_argument("--before-pairs", type=int, default=5)
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--only", default=SUBSET)
@@ -182,7 +177,7 @@ def main() -> None:
                                     STATISTICAL_ONLY))  # fmt: skip
             results.append(separate(tmp, args.pairs, None, args.profile, args.only, margins))
         if "interleaved" in parts:
-            results.append(interleaved(tmp, args.pairs, args.profile, args.only, margins))
+            results.append(interleaved(tmp, args.ab_pairs, args.profile, args.only, margins))
         if "threads" in parts:
             results.append(threads(tmp, args.profile, margins))
         if "slowdown" in parts:

@@ -76,7 +76,7 @@ def ab(
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
-    rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 5, full 10)"),
+    rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 10, full 10)"),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
     out: Path = typer.Option(
         ..., help="folder for baseline/run.json, candidate/run.json and pairing.json"

@@ -2,10 +2,11 @@
 
 Two runs measured one after the other see different machines: a neighbour arrives, the clock
 drifts, pages land elsewhere (Abedi & Brecht, ICPE 2017). Here each round visits the workloads
-in a seeded random order and measures every workload under both mappings back to back, the
-side that goes first alternating by round, so a drift hits both sides alike and the rounds
-pair. The result is two ordinary run bundles sharing one calibration (one denominator) and a
-pairing record that `compare` reads to resample the rounds in pairs.
+in a seeded random order and measures every workload under both mappings in one window, call
+by call (A B, B A, ...; the side that warms up first alternating by round), so a drift hits
+both sides alike and the rounds pair. The result is two ordinary run bundles sharing one
+calibration (one denominator) and a pairing record that `compare` reads to resample the rounds
+in pairs.
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
 from reviewkit.analysis.compare import slice_key
-from reviewkit.bundle.run import STATUS_OK
+from reviewkit.analysis.roofline import energy_absent
+from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure import runner, sensors
 from reviewkit.measure.calibration import calibrate
-from reviewkit.measure.device import resolve_device
+from reviewkit.measure.device import device_timed, resolve_device
+from reviewkit.measure.timing import collect_alternating
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.workloads import WorkloadSpec
@@ -180,6 +183,25 @@ class AbRequest:
     round_seed: int = rounds_mod.ROUND_SEED
 
 
+# An A/B verdict must resolve a few percent: on a shared 2-core VM one call of a gemm or a
+# model varies by 10-20%, so each side needs ~100 samples for a +/-2% interval of its median
+# (docs/benchmarks.md, "A/A false alarms"). `ab` keeps the profile's budget per workload and
+# side but samples towards a longer target than `run`, which only characterises one mapping.
+AB_MIN_TIME_S = {"smoke": 0.02, "quick": 1.5, "full": 5.0}
+AB_MIN_SAMPLES = {"smoke": 5, "quick": 60, "full": 200}
+# More, shorter rounds than `run`: a paired round costs no rebuild of a kept workload and its
+# two sides share one warm-up window, and with 10 rounds the t interval has 9 degrees of
+# freedom instead of 4 (t = 2.26 against 2.78): the interval narrows by a fifth for the same
+# time (measured: noise floor 4.3% against 5.6% with 5 rounds, docs/benchmarks.md).
+AB_DEFAULT_ROUNDS = {"smoke": 2, "quick": 10, "full": 10}
+
+
+def ab_policy(profile: str):
+    """The profile's sampling policy with `ab`'s longer target (its budget is unchanged)."""
+    return replace(runner.POLICIES[profile], min_time_s=AB_MIN_TIME_S[profile],
+                   min_samples=AB_MIN_SAMPLES[profile])  # fmt: skip
+
+
 def _sides(request: AbRequest) -> tuple[Side, Side]:
     sides = []
     for label, settings in ((BASELINE, request.baseline), (CANDIDATE, request.candidate)):
@@ -215,10 +237,10 @@ def ab(
     base, cand = _sides(request)
     cand.wrap = candidate_wrap
     device = resolve_device(request.device)
-    policy = runner.POLICIES[request.profile]
+    policy = ab_policy(request.profile)
     pairs = _pairs(base, cand)
     plan = rounds_mod.plan_rounds(
-        len(pairs), request.rounds or rounds_mod.DEFAULT_ROUNDS[request.profile], request.round_seed
+        len(pairs), request.rounds or AB_DEFAULT_ROUNDS[request.profile], request.round_seed
     )
     progress = on_progress or (lambda *_: None)
     energy = runner.energy_source(device, sensors.POWERCAP)
@@ -286,17 +308,72 @@ def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progres
                 for rec in records
             ):
                 continue
+            both = None
+            if None not in indices.values():
+                both = _measure_pair(turn, indices, docs, builders, device, one_round, policy,
+                                     ceilings)  # fmt: skip
             for side in turn:
                 i = indices[side.label]
                 if i is None:
                     continue
                 workloads = docs[side.label]["workloads"]
-                measured = runner.measure_workload(
+                measured = both[side.label] if both is not None else runner.measure_workload(
                     side.specs[i], device, one_round, ceilings, workloads[i]["reproduce"],
                     energy, whole_budget=policy, mapping=side, builder=builders[side.label],
                 )  # fmt: skip
                 workloads[i] = rounds_mod.merge_round(workloads[i], measured, r)
     progress("done", total, total)
+
+
+# Energy is metered per window, and alternating calls share one: neither side's is its own.
+ALTERNATING_ENERGY = (
+    "not metered: `ab` alternates the two sides' calls in one window, so neither side's energy "
+    "can be read apart; measure energy with `reviewkit run`"
+)
+
+
+def _measure_pair(turn, indices, docs, builders, device, policy, whole, ceilings) -> dict | None:
+    """One round of one workload under both mappings, call by call (timing.collect_alternating).
+    None when a side cannot take part (predicted over budget, or its build or a call fails):
+    the caller then measures each side on its own, which records why."""
+    specs = [side.specs[indices[side.label]] for side in turn]
+    calls_needed = whole.warmup_calls + 1
+    for spec in specs:
+        bound = runner.predicted_call_s(spec, ceilings)
+        if bound is not None and bound * calls_needed > whole.budget_s:
+            return None
+    try:
+        calls = []
+        for side, spec in zip(turn, specs, strict=True):
+            with side.active():
+                fn = builders[side.label](spec, device)
+            calls.append(device_timed(fn, device))
+        # the two sides share the window: each keeps its own share of the budget
+        limit = policy.budget_s if policy.warmup_budget_s is None else policy.warmup_budget_s
+        shared = replace(policy, budget_s=2 * policy.budget_s, warmup_budget_s=2 * limit)
+        with torch.inference_mode():
+            results = collect_alternating(calls, [side.active for side in turn], shared)
+    except Exception:  # a failure is data: measured on its own, the side records it
+        return None
+    out = {}
+    for side, spec, result in zip(turn, specs, results, strict=True):
+        record = runner._base_record(spec, docs[side.label]["workloads"][indices[side.label]]
+                                     ["reproduce"])  # fmt: skip
+        digits = runner.SAMPLE_RESOLUTION_DIGITS
+        record.update(
+            samples_s=[round(x, digits) for x in result.samples_s],
+            warmup_samples_s=[round(x, digits) for x in result.warmup_samples_s],
+            stopped_by=result.stopped_by,
+            round_wall_s=result.wall_s / 2,  # the window was shared by the two sides
+            energy=energy_absent(ALTERNATING_ENERGY),
+        )
+        if result.samples_s:
+            record["status"] = STATUS_OK
+        else:
+            record["status"] = STATUS_TIMEOUT
+            record["reason"] = f"warm-up alone used the {whole.budget_s:g} s budget"
+        out[side.label] = record
+    return out
 
 
 def write_pairing(

@@ -7,7 +7,8 @@ a fake clock and runs unchanged on CPU (perf_counter) and GPUs (events, synchron
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 Clock = Callable[[], float]
@@ -113,3 +114,59 @@ def collect_samples(
     window_s = clock() - window_begin
     on_window_end()
     return SampleSet(tuple(samples), tuple(warmup), stopped_by, clock() - begin, window_s)
+
+
+def collect_alternating(
+    calls: Sequence[Callable[[], float]],
+    settings: Sequence[Callable[[], AbstractContextManager]],
+    policy: SamplingPolicy,
+    clock: Clock = time.perf_counter,
+) -> list[SampleSet]:
+    """Two workloads' samples taken turn about, call by call (A B, B A, A B, ...), so a change
+    of the machine's state within the window reaches both alike; each call runs under its own
+    settings (`settings[i]()` is entered around it, outside the timed region).
+
+    Each side warms up first under the policy's warm-up rules. Sampling stops when both have
+    met the target (count and time), either reaches the cap, or the budget runs out. A side
+    whose warm-up used the whole warm-up budget gets no samples (the runner's timeout)."""
+    begin = clock()
+    deadline = begin + policy.budget_s
+    warmup_limit = policy.budget_s if policy.warmup_budget_s is None else policy.warmup_budget_s
+    warmups: list[list[float]] = [[], []]
+    for side, call in enumerate(calls):
+        start = clock()
+        while True:
+            with settings[side]():
+                warmups[side].append(call())
+            if clock() >= begin + warmup_limit:
+                wall = clock() - begin
+                return [SampleSet((), tuple(w), "budget", wall) for w in warmups]
+            if len(warmups[side]) >= policy.warmup_calls and clock() - start >= policy.warmup_s:
+                break
+    samples: list[list[float]] = [[], []]
+    totals = [0.0, 0.0]
+    stopped_by = "target"
+    window_begin = clock()
+    turn = 0
+    while True:
+        for side in (0, 1) if turn % 2 == 0 else (1, 0):
+            with settings[side]():
+                d = calls[side]()
+            samples[side].append(d)
+            totals[side] += d
+        turn += 1
+        if all(len(s) >= policy.min_samples and t >= policy.min_time_s
+               for s, t in zip(samples, totals, strict=True)):  # fmt: skip
+            break
+        if max(len(s) for s in samples) >= policy.max_samples:
+            stopped_by = "max-samples"
+            break
+        if clock() >= deadline:
+            stopped_by = "budget"
+            break
+    window_s = clock() - window_begin
+    wall = clock() - begin
+    return [
+        SampleSet(tuple(s), tuple(w), stopped_by, wall, window_s)
+        for s, w in zip(samples, warmups, strict=True)
+    ]
