@@ -312,12 +312,33 @@ def interval_of(
     return ratio_interval(point, [(np.log(base), rounds[0]), (np.log(cand), rounds[1])])
 
 
+def _fingerprint(doc: dict) -> str | None:
+    return ((doc.get("environment") or {}).get("fingerprint") or {}).get("hash")
+
+
 def _same_device(base_doc: dict, cand_doc: dict) -> bool:
-    """Both runs on one device (its recorded name and kind): their ceilings measure the same
-    hardware, so one denominator serves both."""
+    """Both runs on one device: by the device fingerprint where both bundles record one (two
+    machines of one name can differ in what decides their kernels), else by the recorded name
+    and kind. Their ceilings then measure the same hardware, so one denominator serves both."""
+    prints = _fingerprint(base_doc), _fingerprint(cand_doc)
+    if None not in prints:
+        return prints[0] == prints[1]
     kinds = [_device_type((d.get("knobs") or {}).get("device")) for d in (base_doc, cand_doc)]
     name = device_name(base_doc)
     return name != "unknown device" and name == device_name(cand_doc) and kinds[0] == kinds[1]
+
+
+def _fingerprint_warning(base_doc: dict, cand_doc: dict) -> str | None:
+    """A warning when the names match but the fingerprints do not: different devices."""
+    prints = _fingerprint(base_doc), _fingerprint(cand_doc)
+    if None in prints or prints[0] == prints[1] or device_name(base_doc) != device_name(cand_doc):
+        return None
+    labels = [((d.get("environment") or {}).get("fingerprint") or {}).get("label", "?")
+              for d in (base_doc, cand_doc)]  # fmt: skip
+    return (
+        f"different devices under one name: {labels[0]} against {labels[1]} (device "
+        "fingerprints differ); each run's MFU is against its own ceilings"
+    )
 
 
 def ceiling_shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
@@ -362,6 +383,9 @@ def compare(
     pairs, mode, warnings = _pairs(base_doc, cand_doc)
     paired = paired_design(base_doc, cand_doc)
     same_device = _same_device(base_doc, cand_doc)
+    different = _fingerprint_warning(base_doc, cand_doc)
+    if different:
+        warnings.append(different)
     shifts = ceiling_shifts(base_doc, cand_doc) if same_device else {}
     for what, shift in shifts.items():
         if abs(shift) > margins.max_ceiling_shift:

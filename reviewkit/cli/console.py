@@ -166,9 +166,11 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     status = (
         "complete" if doc.get("complete") else "INCOMPLETE (" + doc.get("interrupted", "") + ")"
     )
+    # the fingerprint's label ("AMD EPYC · Zen 4 · AVX-512 BF16 · 2 cores") where recorded
+    device_label = (env.get("fingerprint") or {}).get("label") or env.get("device_name")
     console.print(
         f"[bold]{s['name']} {s['version']}[/] (hash {s['hash']}) · profile {doc['profile']} · "
-        f"{doc['knobs']['device']} ({env.get('device_name')}) · "
+        f"{doc['knobs']['device']} ({device_label}) · "
         f"{doc['knobs']['threads']} threads · "
         f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
         f"torch {env.get('torch_version')} · {status}"

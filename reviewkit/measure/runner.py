@@ -24,7 +24,7 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import environment, sensors
+from reviewkit.measure import environment, fingerprint, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.calibration import calibrate
 from reviewkit.measure.device import (
@@ -96,6 +96,17 @@ def _device_facts(device: torch.device) -> dict:
             device_capability=f"{props.major}.{props.minor}",
             driver=_nvidia_driver(),
         )
+        facts["fingerprint"] = fingerprint.gpu_fingerprint(
+            {
+                "name": facts["device_name"],
+                "compute_capability": facts["device_capability"],
+                "sm_count": props.multi_processor_count,
+                "memory_bytes": props.total_memory,
+                "driver": facts["driver"],
+            }
+        )
+    elif device.type == "cpu":
+        facts["fingerprint"] = fingerprint.cpu_fingerprint()
     return facts
 
 
