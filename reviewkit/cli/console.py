@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import MISSING, change_ci, pct
 from reviewkit.common.format import change as fmt_change
@@ -176,6 +177,8 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         f"torch {env.get('torch_version')} · {status}"
     )
     console.print(ceilings_table(doc))
+    for note in support_notes(doc):
+        console.print(f"[yellow]hardware:[/] {escape(note)}")
     for dtype in doc["knobs"]["dtypes"]:
         if dtype in doc.get("layer_types_by_dtype", {}):
             console.print(layer_table(doc, dtype))

@@ -30,6 +30,7 @@ DEMO_SWEEP_LEVEL_BUDGET_S = 20.0
 def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
     """A proposed review of fp32 -> bf16 built from the two runs: claims only what they show."""
     from reviewkit.analysis.compare import compare
+    from reviewkit.analysis.hardware import support_notes
     from reviewkit.review.checks import CHECKS
     from reviewkit.review.gate import margins_of
     from reviewkit.review.rubric import load_rubric
@@ -48,6 +49,8 @@ def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
             f"fp32) is **{model.median_ratio:.2f}** (95% CI {model.median_ratio_ci[0]:.2f} to "
             f"{model.median_ratio_ci[1]:.2f}, verdict: {model.verdict})."
         )
+    for note in support_notes(candidate):  # missing hardware support, said plainly
+        lines.append(f"**Hardware.** {note[0].upper()}{note[1:]}.")
     gemm = layers.get("gemm")
     if gemm is not None:
         lines.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import (
@@ -70,9 +71,12 @@ def stack_maturity(ctx: Context) -> CheckResult:
                 )
             elif w.get("reason"):
                 notes.append(f"{label}: {w['id']}")
+    hardware = list(dict.fromkeys(n for _, doc in runs for n in support_notes(doc)))
+    evidence += [Evidence("text", "hardware support", value=n) for n in hardware]
+    said = f"; {'; '.join(hardware)}" if hardware else ""
     if failed:
         return CheckResult(
-            FAIL, f"{len(failed)} problem(s): {'; '.join(failed[:4])}", tuple(evidence)
+            FAIL, f"{len(failed)} problem(s): {'; '.join(failed[:4])}{said}", tuple(evidence)
         )
     if slow or notes:
         parts = []
@@ -83,8 +87,10 @@ def stack_maturity(ctx: Context) -> CheckResult:
             )
         if notes:
             parts.append(f"{len(notes)} workload(s) measured with few samples")
-        return CheckResult(WARN, "; ".join(parts), tuple(evidence))
-    return CheckResult(PASS, "versions recorded; every workload ran normally", tuple(evidence))
+        return CheckResult(WARN, "; ".join(parts) + said, tuple(evidence))
+    return CheckResult(
+        PASS, f"versions recorded; every workload ran normally{said}", tuple(evidence)
+    )
 
 
 @check("perf-per-watt")
