@@ -172,6 +172,7 @@ def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
 
     seen: set[str] = set()
     rows: dict[str, list[dict]] = {}
+    prints: dict[str, set] = {}
     for folder in folders:
         for run_file in sorted(folder.rglob("run.json")):
             try:
@@ -185,17 +186,31 @@ def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
             if not doc.get("layer_types_by_dtype"):
                 analyse_run(doc)
             when = dt.datetime.fromtimestamp(doc.get("created_unix_s", 0), dt.timezone.utc)
-            device = doc["knobs"].get("device_name") or doc["knobs"].get("device", "?")
+            # A series is one device by its fingerprint, under its label (a Zen 3 and a Zen 5
+            # both named "AMD EPYC" are two series); runs recorded before fingerprints by name.
+            fingerprint = (doc.get("environment") or {}).get("fingerprint") or {}
+            device = (
+                fingerprint.get("label")
+                or doc["knobs"].get("device_name")
+                or doc["knobs"].get("device", "?")
+            )
+            prints.setdefault(device, set()).add(fingerprint.get("hash"))
             threads = doc["knobs"].get("threads")
             for dtype, layers in doc.get("layer_types_by_dtype", {}).items():
                 for layer_type, agg in layers.items():
                     rows.setdefault(layer_type, []).append({
                         "time": when.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "device": device, "fingerprint": fingerprint.get("hash"),
                         "series": f"{device} · {dtype} · {threads} threads",
                         "mfu": agg["mfu"], "stall": agg["memory_stall_fraction"],
                         "run": run_file.parent.relative_to(folder).as_posix(),
                         "decision": folder.name,
                     })  # fmt: skip
+    for series in rows.values():  # one label, several fingerprints: the hash tells them apart
+        for row in series:
+            device, fp = row.pop("device"), row.pop("fingerprint")
+            if len(prints.get(device, ())) > 1 and fp:
+                row["series"] = row["series"].replace(device, f"{device} [{fp[:6]}]", 1)
     return rows
 
 
