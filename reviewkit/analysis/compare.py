@@ -4,7 +4,7 @@ three-way verdicts against the rubric's margin, p99 regressions under a false di
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -265,8 +265,6 @@ def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]]
 
 
 PAIRED, INDEPENDENT = "rounds paired (interleaved A/B)", "independent runs"
-# A ceiling that moved by more than this between two runs on one device... is judged against
-# Margins.max_ceiling_shift; the denominators below are the baseline's either way.
 
 
 def paired_design(base_doc: dict, cand_doc: dict) -> bool:
@@ -472,7 +470,7 @@ def compare(
     rejected = benjamini_hochberg([p for _, p in p_values], margins.fdr)
     for (index, _), reject in zip(p_values, rejected, strict=True):
         if reject and rows[index].p99_verdict == SLOWER:
-            rows[index] = _with(rows[index], p99_regression=True)
+            rows[index] = replace(rows[index], p99_regression=True)
     layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired)
     return Comparison(
         baseline=baseline_label,
@@ -491,12 +489,6 @@ def compare(
         if same_device
         else "each run's own ceilings (different devices)",
     )
-
-
-def _with(row: WorkloadComparison, **changes) -> WorkloadComparison:
-    from dataclasses import replace
-
-    return replace(row, **changes)
 
 
 def _layer_comparisons(

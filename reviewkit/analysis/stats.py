@@ -82,17 +82,6 @@ def interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, 
     return float(low), float(high)
 
 
-def bootstrap_median_ci(
-    values: Sequence[float],
-    confidence: float = CONFIDENCE,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the median over resamples with replacement."""
-    draws = bootstrap_quantiles(values, [0.5], resamples, seed)[:, 0]
-    return interval(draws, confidence)
-
-
 # Draws of the closed-form and hierarchical bootstraps: each is a table lookup. 2000 estimate
 # the variance the t interval is built on to within ~3% (relative standard error sqrt(2/2000))
 # and the percentile ends of a one-round comparison to within ~1%; 4000 cost `compare` 0.3 s

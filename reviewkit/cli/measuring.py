@@ -84,8 +84,6 @@ def ab(
     as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
 ) -> None:
     """Interleaved A/B: both mappings measured turn about in one process, two bundles."""
-    import shlex as _shlex
-
     from reviewkit.analysis.compare import compare
     from reviewkit.analysis.roofline import analyse_run
     from reviewkit.bundle.run import write_run
@@ -112,7 +110,7 @@ def ab(
         )
     with _progress() as on_progress:
         base_doc, cand_doc, pairing = ab_mod.ab(request, on_progress)
-    command = _shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    command = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
     paths = {}
     for side, doc in ((ab_mod.BASELINE, base_doc), (ab_mod.CANDIDATE, cand_doc)):
         doc["command"] = command

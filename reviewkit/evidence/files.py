@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ __all__ = [
     "STATUS_NOT_APPLICABLE",
     "STATUS_OK",
     "EvidenceUnusable",
+    "finite_number",
+    "need",
     "read_cited",
     "row_status",
 ]
@@ -102,6 +105,18 @@ def read_all(paths: tuple[Path, ...] | list[Path], kind: str) -> list[Loaded]:
 class EvidenceUnusable(ValueError):
     """A cited file of the right kind whose fields cannot be read into its typed record; the
     message names the key (the caller names the file, as the review cites it)."""
+
+
+def need(cond: bool, key: str, expected: str, *, error: type[EvidenceUnusable], kind: str) -> None:
+    """Raise `error` naming the key and what it must be, and which command writes a good one:
+    the one refusal every typed reader gives."""
+    if not cond:
+        raise error(f"`{key}` must be {expected}; re-run `{WRITTEN_BY[kind]}`")
+
+
+def finite_number(x: object) -> bool:
+    """A JSON number that is neither a bool nor NaN/infinite."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 Record = TypeVar("Record")

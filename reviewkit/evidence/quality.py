@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.evidence.files import (
+    QUALITY,
     STATUS_NOT_APPLICABLE,
     STATUS_OK,
     EvidenceUnusable,
     Loaded,
+    finite_number,
+    need,
     row_status,
 )
 
@@ -51,17 +55,16 @@ class QualityUnusable(EvidenceUnusable):
     (the caller names the file, as the review cites it)."""
 
 
-def _need(cond: bool, key: str, expected: str) -> None:
-    if not cond:
-        raise QualityUnusable(f"`{key}` must be {expected}; re-run `reviewkit quality`")
+_need = functools.partial(need, error=QualityUnusable, kind=QUALITY)
 
 
 def _measure(raw: dict, name: str, key: str, lo: float, hi: float, required: bool) -> float | None:
     value = raw.get(name)
     if value is None and not required:
         return None
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    _need(ok and lo <= value <= hi, f"{key}.{name}", f"a number in [{lo:g}, {hi:g}]")
+    _need(
+        finite_number(value) and lo <= value <= hi, f"{key}.{name}", f"a number in [{lo:g}, {hi:g}]"
+    )
     return float(value)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewkit.evidence.files import EvidenceUnusable, Loaded
+from reviewkit.evidence.files import SOAK, EvidenceUnusable, Loaded, need
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,7 @@ def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _need(cond: bool, key: str, expected: str) -> None:
-    if not cond:
-        raise SoakUnusable(f"`{key}` must be {expected}; re-run `reviewkit soak`")
+_need = functools.partial(need, error=SoakUnusable, kind=SOAK)
 
 
 def read_soak(loaded: Loaded) -> Soak:

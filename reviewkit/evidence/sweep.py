@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewkit.evidence import loadgen
-from reviewkit.evidence.files import STATUS_OK, EvidenceUnusable, Loaded, row_status
+from reviewkit.evidence.files import (
+    STATUS_OK,
+    SWEEP,
+    EvidenceUnusable,
+    Loaded,
+    finite_number,
+    need,
+    row_status,
+)
 
 
 @dataclass(frozen=True)
@@ -56,18 +64,12 @@ class SweepUnusable(EvidenceUnusable):
     (the caller names the file, as the review cites it)."""
 
 
-def _number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _need(cond: bool, key: str, expected: str) -> None:
-    if not cond:
-        raise SweepUnusable(f"`{key}` must be {expected}; re-run `reviewkit sweep`")
+_need = functools.partial(need, error=SweepUnusable, kind=SWEEP)
 
 
 def _optional_number(table: dict, name: str, key: str) -> float | None:
     value = table.get(name)
-    _need(value is None or _number(value), key, "a finite number or absent")
+    _need(value is None or finite_number(value), key, "a finite number or absent")
     return None if value is None else float(value)
 
 
@@ -76,7 +78,7 @@ def _level(raw: object, key: str) -> SweptLevel:
     valid = raw.get("valid")
     _need(isinstance(valid, bool), f"{key}.valid", "true or false")
     achieved = raw.get("achieved_rate_per_s")
-    _need(_number(achieved) and achieved >= 0, f"{key}.achieved_rate_per_s",
+    _need(finite_number(achieved) and achieved >= 0, f"{key}.achieved_rate_per_s",
           "a number >= 0")  # fmt: skip
     latency = raw.get("latency")
     _need(isinstance(latency, dict), f"{key}.latency", "a table")
@@ -118,11 +120,13 @@ def _workload(raw: object, key: str) -> SweptWorkload:
     _need(isinstance(knee, dict), f"{key}.knee", "a table")
     _need(isinstance(sla, dict), f"{key}.sla", "a table")
     if knee.get("found"):
-        _need(_number(knee.get("rate_per_s")), f"{key}.knee.rate_per_s",
+        _need(finite_number(knee.get("rate_per_s")), f"{key}.knee.rate_per_s",
               "a number where a knee is found")  # fmt: skip
     if sla.get("met"):
         for name in ("p99_s", "max_rate_per_s", "achieved_rate_per_s"):
-            _need(_number(sla.get(name)), f"{key}.sla.{name}", "a number where the SLA is met")
+            _need(
+                finite_number(sla.get(name)), f"{key}.sla.{name}", "a number where the SLA is met"
+            )
     return SweptWorkload(
         **common,
         server=tuple(_level(lv, f"{key}.{loadgen.SERVER}[{i}]") for i, lv in enumerate(server)),
@@ -144,7 +148,7 @@ def read_sweep(loaded: Loaded) -> Sweep:
     _need(isinstance(workloads, list) and bool(workloads), "workloads",
           "a non-empty list")  # fmt: skip
     own = doc.get("sla_p99_s")
-    _need(own is None or (_number(own) and own > 0), "sla_p99_s", "a number > 0 or absent")
+    _need(own is None or (finite_number(own) and own > 0), "sla_p99_s", "a number > 0 or absent")
     return Sweep(
         path=loaded.path,
         sla_p99_s=None if own is None else float(own),
