@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from reviewkit.analysis.roofline import roofline
+from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
     EQUIVALENT,
     FASTER,
@@ -351,7 +351,19 @@ def ceiling_shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
     bw_b, bw_c = (cb.get("bandwidth") or {}).get("peak"), (cc.get("bandwidth") or {}).get("peak")
     if bw_b and bw_c:
         out["bandwidth"] = bw_c / bw_b - 1
+    levels_c = {lv.get("level"): lv for lv in cc.get("memory") or []}
+    for level in (cb.get("memory") or [])[:-1]:  # the last level is `bandwidth` above
+        other = levels_c.get(level.get("level")) or {}
+        if level.get("peak") and other.get("peak"):
+            out[f"{level['level']} bandwidth"] = other["peak"] / level["peak"] - 1
     return out
+
+
+def shared_profile(base_doc: dict, cand_doc: dict) -> str | None:
+    """The device profile hash both runs divide by, when they share one."""
+    hashes = [((d.get("ceilings") or {}).get("profile") or {}).get("hash")
+              for d in (base_doc, cand_doc)]  # fmt: skip
+    return hashes[0] if hashes[0] and hashes[0] == hashes[1] else None
 
 
 def _on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, float | None, str | None]:
@@ -359,11 +371,20 @@ def _on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, float 
     baseline's ceilings, so both sides of a same-device comparison share one denominator."""
     ceilings = base_doc.get("ceilings") or {}
     peak = ((ceilings.get("compute") or {}).get(c["dtype"]) or {}).get("peak")
-    bw = (ceilings.get("bandwidth") or {}).get("peak")
+    _, bw = memory_level(ceilings, c["bytes"])
     if not peak or not bw or not c.get("stats"):
         return c.get("mfu"), _stall(c), c.get("bottleneck")
     r = roofline(c["flops"], c["bytes"], c["stats"]["p50_s"], peak, bw)
     return r.mfu, r.memory_stall_fraction, r.bottleneck
+
+
+def _denominator(base_doc: dict, cand_doc: dict, same_device: bool) -> str:
+    if not same_device:
+        return "each run's own ceilings (different devices)"
+    shared = shared_profile(base_doc, cand_doc)
+    if shared:
+        return f"device profile {shared}, shared by both runs (one device)"
+    return "the baseline's ceilings for both runs (one device)"
 
 
 def compare(
@@ -485,9 +506,7 @@ def compare(
         + ("" if methods <= {T_INTERVAL} else f"; {PERCENTILE}"),
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
-        denominator="the baseline's ceilings for both runs (one device)"
-        if same_device
-        else "each run's own ceilings (different devices)",
+        denominator=_denominator(base_doc, cand_doc, same_device),
     )
 
 

@@ -19,6 +19,8 @@ BOTTLENECKS = (COMPUTE_BOUND, MEMORY_BOUND, OVERHEAD_BOUND)
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
 TAIL_RISK = "tail-risk"
 NOISY = "noisy"  # IQR / median above stats.NOISE_IQR_OVER_MEDIAN
+# The level a bundle's single bandwidth ceiling was measured at, before device profiles.
+MAIN_MEMORY = "main memory"
 
 
 @dataclass(frozen=True)
@@ -289,10 +291,36 @@ def measured(doc: dict) -> list[dict]:
 # --- a whole run: statistics and roofline for every measured workload ------------------------
 
 
-def _peaks(ceilings_doc: dict, dtype: str) -> tuple[float | None, float | None]:
+def level_for(working_set_bytes: float, levels: list[dict]) -> dict:
+    """The smallest level that holds the working set: the first, innermost first, whose
+    capacity is at least it; main memory (capacity None) holds anything."""
+    for level in levels:
+        capacity = level.get("capacity_bytes")
+        if capacity is None or working_set_bytes <= capacity:
+            return level
+    return levels[-1]
+
+
+def memory_level(ceilings_doc: dict, working_set_bytes: float) -> tuple[str, float | None]:
+    """(level name, W) for a workload whose working set is `working_set_bytes` (design.md:
+    cache-aware W). Main memory's W is the `bandwidth` ceiling, so a GPU in the datasheet table
+    keeps its datasheet figure; a bundle recorded before device profiles has only that one."""
+    main = ceilings_doc.get("bandwidth") or {}
+    levels = ceilings_doc.get("memory") or []
+    if not levels:
+        return main.get("level") or MAIN_MEMORY, main.get("peak")
+    level = level_for(working_set_bytes, levels)
+    if level is levels[-1]:
+        return level["level"], main.get("peak")
+    return level["level"], level.get("peak")
+
+
+def _peaks(
+    ceilings_doc: dict, dtype: str, working_set_bytes: float
+) -> tuple[float | None, float | None, str]:
     compute = ceilings_doc.get("compute", {}).get(dtype, {}).get("peak")
-    bandwidth = ceilings_doc.get("bandwidth", {}).get("peak")
-    return compute, bandwidth
+    level, bandwidth = memory_level(ceilings_doc, working_set_bytes)
+    return compute, bandwidth, level
 
 
 def analyse_run(doc: dict) -> dict:
@@ -317,6 +345,7 @@ def analyse_run(doc: dict) -> dict:
             "memory_time_s",
             "fractions",
             "bottleneck",
+            "memory_level",
         ):
             w[key] = None
         w["flags"] = []
@@ -324,12 +353,13 @@ def analyse_run(doc: dict) -> dict:
             continue
         st = summarise(w["samples_s"], w.get("round_sizes"))
         w["stats"] = st.to_json()
-        peak, bw = _peaks(ceilings_doc, w["dtype"])
+        peak, bw, level = _peaks(ceilings_doc, w["dtype"], w["bytes"])
         if not peak or not bw:
             w["flags"] = ["no-ceiling"]
             continue
         r = roofline(w["flops"], w["bytes"], st.p50_s, peak, bw)
         w.update(
+            memory_level=level,
             mfu=r.mfu,
             bandwidth_util=r.bandwidth_util,
             achieved_flops_per_s=r.achieved_flops_per_s,

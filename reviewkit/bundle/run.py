@@ -14,7 +14,7 @@ from reviewkit.common.files import write_text_atomic
 # 3: every workload is measured in rounds: `round_sizes` splits its `samples_s` (stored in
 # round order) into rounds, and the run records its `rounds` plan. Version 2 bundles load
 # through migrate_v2_to_v3 as one round.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_FILE = "run.json"
 KIND = "reviewkit.run"
 # A workload's `status` in a run bundle (and a row's in the evidence files): "ok" is the only
@@ -140,5 +140,26 @@ def migrate_v2_to_v3(doc: dict) -> dict:
     return out
 
 
+V3_IN_RUN_CALIBRATION = (
+    "calibrated inside the run (run.json schema 3, before device profiles): one main-memory "
+    "bandwidth for every working set"
+)
+
+
+def migrate_v3_to_v4(doc: dict) -> dict:
+    """Schema 3 -> 4: v4 divides by a device profile (`ceilings.profile`, bandwidth per memory
+    level in `ceilings.memory`). A v3 run calibrated its own ceilings, with one bandwidth: its
+    ceilings are kept as they are, no `memory` levels (the roofline then holds every working
+    set against that one bandwidth, as v3 did), and a `profile` record that says so."""
+    out = {**doc, "schema_version": 4, "migrated_from": doc.get("migrated_from", 3)}
+    ceilings = doc.get("ceilings")
+    if isinstance(ceilings, dict) and ceilings and "profile" not in ceilings:
+        out["ceilings"] = {
+            **ceilings,
+            "profile": {"hash": None, "source": "in-run", "reason": V3_IN_RUN_CALIBRATION},
+        }
+    return out
+
+
 # schema_version -> the function that lifts a document of that version one step
-MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3}
+MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3, 3: migrate_v3_to_v4}

@@ -28,6 +28,7 @@ def _options(
 # a user meets them: measure, compare and review, publish, then the evidence commands.
 app.command()(measuring.run)
 app.command()(measuring.ab)
+app.command()(measuring.calibrate)
 app.command()(measuring.show)
 app.command("suite")(measuring.suite_cmd)
 app.command("compare")(reviewing.compare_cmd)

@@ -33,30 +33,71 @@ def _rate(flops_per_s: float | None) -> str:
     return MISSING if flops_per_s is None else f"{flops_per_s / 1e9:.3g}"
 
 
-def ceilings_table(doc: dict) -> Table:
-    c = doc.get("ceilings") or {}
-    t = Table(title="Ceilings", title_justify="left")
-    for col in ("ceiling", "used for MFU", "source", "measured", "datasheet"):
-        t.add_column(col, justify="right" if col not in ("ceiling", "source") else "left")
+def _interval(v: dict, scale: float) -> str:
+    if v.get("low") is None or v.get("high") is None:
+        return MISSING
+    return f"{v['low'] / scale:.3g}-{v['high'] / scale:.3g} ({len(v.get('trials') or [])} trials)"
+
+
+def _capacity(nbytes: int | None) -> str:
+    if nbytes is None:
+        return "any size"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"≤ {nbytes / (1 << shift):.3g} {unit}"
+    return f"≤ {nbytes} B"
+
+
+def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
+    """Compute per dtype and bandwidth per memory level, each with the value used, its source
+    and the spread of its trials (a bundle's `ceilings` or a device profile)."""
+    t = Table(title=title, title_justify="left")
+    for col in ("ceiling", "used", "source", "trials low-high", "datasheet"):
+        t.add_column(col, justify="left" if col in ("ceiling", "source") else "right")
     for dtype, v in (c.get("compute") or {}).items():
         t.add_row(
             f"compute {dtype} (GFLOP/s)",
             _rate(v.get("peak")),
             v.get("source", ""),
-            _rate(v.get("measured")),
+            _interval(v, 1e9),
             _rate(v.get("datasheet")),
         )
-    bw = c.get("bandwidth")
-    if bw:
-        gb = lambda x: MISSING if x is None else f"{x / 1e9:.3g}"  # noqa: E731
+    gb = lambda x: MISSING if x is None else f"{x / 1e9:.3g}"  # noqa: E731
+    levels = c.get("memory") or []
+    bw = c.get("bandwidth") or {}
+    for i, level in enumerate(levels):
+        main = i == len(levels) - 1
+        t.add_row(
+            f"memory {level['level']} (GB/s, {_capacity(level.get('capacity_bytes'))})",
+            gb(bw.get("peak") if main else level.get("peak")),
+            bw.get("source", "") if main else "measured",
+            _interval(level, 1e9),
+            gb(bw.get("datasheet")) if main else MISSING,
+        )
+    if not levels and bw:
         t.add_row(
             "memory (GB/s)",
             gb(bw.get("peak")),
             bw.get("source", ""),
-            gb(bw.get("measured")),
+            _interval(bw, 1e9),
             gb(bw.get("datasheet")),
         )
     return t
+
+
+def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
+    """A device profile as `reviewkit calibrate` prints it."""
+    fp = doc.get("fingerprint") or {}
+    build = doc.get("torch") or {}
+    console.print(
+        f"[bold]device profile {doc['hash']}[/] · {escape(str(fp.get('label')))} (fingerprint "
+        f"{fp.get('hash')}) · torch {build.get('torch_version')} · {doc.get('threads')} threads · "
+        f"{doc.get('calibration')} calibration in {doc.get('wall_s', 0):.1f} s",
+        highlight=False,
+    )
+    console.print(ceilings_table(doc, "Ceilings (each the trials' upper quantile or median)"))
+    for path in paths:
+        console.print(f"written: {escape(path)}", highlight=False)
 
 
 def layer_table(doc: dict, dtype: str) -> Table:
@@ -176,7 +217,14 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
         f"torch {env.get('torch_version')} · {status}"
     )
-    console.print(ceilings_table(doc))
+    console.print(ceilings_table(doc.get("ceilings") or {}))
+    profile = (doc.get("ceilings") or {}).get("profile")
+    if profile:
+        console.print(
+            f"device profile {profile.get('hash')} ({profile.get('source')}, "
+            f"{profile.get('calibration')} calibration)",
+            highlight=False,
+        )
     for note in support_notes(doc):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
     for dtype in doc["knobs"]["dtypes"]:

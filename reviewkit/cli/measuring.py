@@ -27,6 +27,15 @@ def run(
         "(default: smoke 2, quick 5, full 10)",
     ),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
+    device_profile: Path | None = typer.Option(
+        None,
+        "--device-profile",
+        help="divide by this device profile (from `reviewkit calibrate --out`) instead of the "
+        "cached one; refused when taken on another device or torch build",
+    ),
+    recalibrate: bool = typer.Option(
+        False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
+    ),
     out: Path | None = typer.Option(
         None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
     ),
@@ -42,8 +51,9 @@ def run(
     if rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
     request = measure.RunRequest(
-        profile, device, _dtypes(dtype), only, threads, rounds=rounds, round_seed=seed
-    )
+        profile, device, _dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
+        device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
+    )  # fmt: skip
     measure.plan(request)  # fail on bad input before any device work
     out_dir = out or _default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
@@ -78,6 +88,15 @@ def ab(
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
     rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 10, full 10)"),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
+    device_profile: Path | None = typer.Option(
+        None,
+        "--device-profile",
+        help="divide by this device profile (from `reviewkit calibrate --out`) instead of the "
+        "cached one; refused when taken on another device or torch build",
+    ),
+    recalibrate: bool = typer.Option(
+        False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
+    ),
     out: Path = typer.Option(
         ..., help="folder for baseline/run.json, candidate/run.json and pairing.json"
     ),
@@ -102,6 +121,7 @@ def ab(
         ab_mod.parse_settings(baseline, "--baseline"),
         ab_mod.parse_settings(candidate, "--candidate"),
         profile, device, _dtypes(dtype), only, rounds, seed,
+        str(device_profile) if device_profile else None, recalibrate,
     )  # fmt: skip
     if request.baseline == request.candidate:
         stderr.print(
@@ -128,6 +148,48 @@ def ab(
         Console().print(f"bundles: {paths['baseline']}, {paths['candidate']}; {pairing_path}")
     if not (base_doc["complete"] and cand_doc["complete"]):
         raise typer.Exit(130)
+
+
+@_user_errors
+def calibrate(
+    profile: str = typer.Option(
+        "quick", help="how thorough: smoke | quick | full (sizes screened, trials)"
+    ),
+    device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
+    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    out: Path | None = typer.Option(
+        None, help="also write the profile here (pin it later with --device-profile)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the profile as JSON"),
+) -> None:
+    """Measure this device's ceilings (GEMM per dtype, bandwidth per memory level) in repeated
+    trials and cache them as its device profile, which run and ab then divide by."""
+    from reviewkit.cli.console import print_profile, stdout_console
+    from reviewkit.measure import device_profile as obtaining
+    from reviewkit.measure import profile as profiles
+    from reviewkit.measure.device import resolve_device
+
+    if profile not in suite.PROFILES:
+        raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")
+    dtypes = _dtypes(dtype)
+    unknown = [d for d in dtypes if d not in suite.DTYPES]
+    if unknown or not dtypes:
+        raise UsageError(
+            f"--dtype {dtype!r}: expected a comma-separated list of {', '.join(suite.DTYPES)}"
+        )
+    if out is not None and out.exists() and out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; give a file name, e.g. {out / 'profile.json'}")
+    dev = resolve_device(device)
+    with _progress("calibrating") as on_progress:
+        doc = obtaining.new_profile(dev, dtypes, profile, lambda s: on_progress(s, 0, 0))
+    fp = doc["fingerprint"]
+    cached = profiles.save(doc, profiles.cache_path(dev.type, fp["hash"], profile))
+    if out is not None:
+        profiles.save(doc, out)
+    if as_json:
+        _emit_json(doc)
+    else:
+        print_profile(doc, stdout_console(), [str(p) for p in (cached, out) if p])
 
 
 @_user_errors

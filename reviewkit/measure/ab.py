@@ -26,8 +26,8 @@ from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure import runner, sensors
-from reviewkit.measure.calibration import calibrate
 from reviewkit.measure.device import device_timed, resolve_device
+from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.timing import collect_alternating
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
@@ -181,6 +181,8 @@ class AbRequest:
     only: str | None = None
     rounds: int | None = None
     round_seed: int = rounds_mod.ROUND_SEED
+    device_profile: str | None = None
+    recalibrate: bool = False
 
 
 # An A/B verdict must resolve a few percent: on a shared 2-core VM one call of a gemm or a
@@ -272,9 +274,12 @@ def ab(
         ]
         docs[side.label] = doc
     try:
-        progress("calibrating ceilings (shared by both sides)", 0, len(pairs))
         dtypes = sorted({*base.dtypes, *cand.dtypes}, key=suite.DTYPES.index)
-        ceilings = calibrate(device, dtypes, request.profile)
+        ceilings = obtain(
+            device, dtypes, request.profile,
+            Path(request.device_profile) if request.device_profile else None,
+            request.recalibrate, lambda step: progress(step, 0, len(pairs)),
+        ).ceilings()  # fmt: skip
         for doc in docs.values():
             doc["ceilings"] = ceilings
         _measure(pairs, (base, cand), docs, plan, policy, ceilings, device, energy, progress)

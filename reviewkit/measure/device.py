@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Callable
 
 import torch
 
 from reviewkit.common.errors import DeviceUnavailableError, UsageError
-from reviewkit.measure import environment
+from reviewkit.measure import environment, fingerprint
 from reviewkit.measure.timing import timed_call
 
 DEVICE_KINDS = ("cpu", "cuda", "mps", "xpu")
@@ -79,3 +80,54 @@ def device_timed(fn: Callable[[], object], device: torch.device) -> Callable[[],
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+def torch_build() -> dict:
+    """The torch build a measurement ran under: version, BLAS, oneDNN, CPU capability, CUDA."""
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    onednn = re.search(r"(?:MKL-DNN|oneDNN) v([\d.]+)", config)
+    mkl = re.search(r"Math Kernel Library Version ([\w.\-]+)", config)
+    cap = re.search(r"CPU capability usage: (\S+)", config)
+    return {
+        "torch_version": torch.__version__,
+        "blas": blas.group(1) if blas else None,
+        "mkl": mkl.group(1) if mkl else None,
+        "onednn": onednn.group(1) if onednn else None,
+        "cpu_capability": cap.group(1) if cap else None,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "config": config.strip().splitlines(),
+    }
+
+
+def nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def device_fingerprint(device: torch.device) -> dict | None:
+    """The fingerprint of the device a run measures on (None for kinds without one yet)."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return fingerprint.gpu_fingerprint(
+            {
+                "name": device_name(device),
+                "compute_capability": f"{props.major}.{props.minor}",
+                "sm_count": props.multi_processor_count,
+                "memory_bytes": props.total_memory,
+                "driver": nvidia_driver(),
+            }
+        )
+    if device.type == "cpu":
+        return fingerprint.cpu_fingerprint()
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -13,7 +12,7 @@ from typing import Protocol
 import torch
 
 from reviewkit import __version__
-from reviewkit.analysis.roofline import energy_absent, workload_energy
+from reviewkit.analysis.roofline import energy_absent, level_for, workload_energy
 from reviewkit.bundle.run import (
     STATUS_ERROR,
     STATUS_NOT_RUN,
@@ -24,15 +23,18 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import environment, fingerprint, sensors
+from reviewkit.measure import environment, sensors
 from reviewkit.measure import rounds as rounds_mod
-from reviewkit.measure.calibration import calibrate
 from reviewkit.measure.device import (
+    device_fingerprint,
     device_name,
     device_timed,
     first_line,
+    nvidia_driver,
     resolve_device,
+    torch_build,
 )
+from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
@@ -67,25 +69,6 @@ SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.
 # --- environment and knobs -------------------------------------------------------------------
 
 
-def _torch_build() -> dict:
-    config = torch.__config__.show()
-    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
-    onednn = re.search(r"(?:MKL-DNN|oneDNN) v([\d.]+)", config)
-    mkl = re.search(r"Math Kernel Library Version ([\w.\-]+)", config)
-    cap = re.search(r"CPU capability usage: (\S+)", config)
-    return {
-        "torch_version": torch.__version__,
-        "blas": blas.group(1) if blas else None,
-        "mkl": mkl.group(1) if mkl else None,
-        "onednn": onednn.group(1) if onednn else None,
-        "cpu_capability": cap.group(1) if cap else None,
-        "cuda": torch.version.cuda,
-        "hip": getattr(torch.version, "hip", None),
-        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-        "config": config.strip().splitlines(),
-    }
-
-
 def _device_facts(device: torch.device) -> dict:
     facts = {"device_type": device.type, "device_name": device_name(device)}
     if device.type == "cuda":
@@ -94,35 +77,12 @@ def _device_facts(device: torch.device) -> dict:
             device_memory_bytes=props.total_memory,
             device_multiprocessors=props.multi_processor_count,
             device_capability=f"{props.major}.{props.minor}",
-            driver=_nvidia_driver(),
+            driver=nvidia_driver(),
         )
-        facts["fingerprint"] = fingerprint.gpu_fingerprint(
-            {
-                "name": facts["device_name"],
-                "compute_capability": facts["device_capability"],
-                "sm_count": props.multi_processor_count,
-                "memory_bytes": props.total_memory,
-                "driver": facts["driver"],
-            }
-        )
-    elif device.type == "cpu":
-        facts["fingerprint"] = fingerprint.cpu_fingerprint()
+    fp = device_fingerprint(device)
+    if fp is not None:
+        facts["fingerprint"] = fp
     return facts
-
-
-def _nvidia_driver() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
 
 
 def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
@@ -194,9 +154,11 @@ def _base_record(spec: WorkloadSpec, reproduce: str) -> dict:
 
 
 def predicted_call_s(spec: WorkloadSpec, ceilings_doc: dict) -> float | None:
-    """Roofline lower bound of one call at the measured ceilings: no call can be faster."""
+    """Roofline lower bound of one call at the measured ceilings, memory at the level that holds
+    its working set: no call can be faster."""
     peak = ceilings_doc["compute"].get(spec.dtype, {}).get("measured")
-    bw = ceilings_doc["bandwidth"].get("measured")
+    levels = ceilings_doc.get("memory") or [ceilings_doc["bandwidth"]]
+    bw = level_for(spec.bytes, levels).get("measured")
     if not peak or not bw:
         return None
     return max(spec.flops / peak, spec.bytes / bw)
@@ -411,6 +373,9 @@ class RunRequest:
     # The RAPL powercap folder to read (None: /sys/class/powercap). A seam for tests, which
     # point it at a fake sysfs tree; the survey in `environment.sensors` reads the same one.
     powercap_root: str | None = None
+    # The device profile to divide by (--device-profile), and whether to renew the cached one.
+    device_profile: str | None = None
+    recalibrate: bool = False
 
 
 def plan(request: RunRequest) -> list[WorkloadSpec]:
@@ -437,7 +402,7 @@ def new_run_doc(
         "suite": suite.suite_identity().to_json(),
         "environment": {
             **environment.host_facts(),
-            **_torch_build(),
+            **torch_build(),
             **_device_facts(device),
             # what energy, temperature and clock counters exist here, or why not
             "sensors": sensors.survey(powercap),
@@ -486,10 +451,12 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
     ]
     doc["workloads"] = records
     try:
-        progress("calibrating ceilings", 0, len(specs))
-        doc["ceilings"] = calibrate(
-            device, sorted(set(request.dtypes), key=suite.DTYPES.index), request.profile
-        )
+        obtained = obtain(
+            device, request.dtypes, request.profile,
+            Path(request.device_profile) if request.device_profile else None,
+            request.recalibrate, lambda step: progress(step, 0, len(specs)),
+        )  # fmt: skip
+        doc["ceilings"] = obtained.ceilings()
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
                        progress)  # fmt: skip
         doc["complete"] = True

@@ -43,7 +43,7 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # the temp file is gone
 
 
-@pytest.mark.parametrize("version", [4, 0, None, "3", True, 3.0])
+@pytest.mark.parametrize("version", [5, 0, None, "4", True, 4.0])
 def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version):
     write_run(tmp_path, MINIMAL)
     doc = json.loads((tmp_path / "run.json").read_text())
@@ -53,22 +53,37 @@ def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version)
         load_run(tmp_path)
     message = str(info.value)
     assert message.startswith(str(tmp_path / "run.json"))  # names the file
-    assert f"schema_version {version!r} but this reviewkit reads version 3" in message
-    assert "migrates version 1, 2 on load" in message
+    assert f"schema_version {version!r} but this reviewkit reads version 4" in message
+    assert "migrates version 1, 2, 3 on load" in message
     assert "re-measure with `reviewkit run`" in message  # and what to do
 
 
-def test_schema_version_is_3():
-    assert SCHEMA_VERSION == 3
+def test_schema_version_is_4():
+    assert SCHEMA_VERSION == 4
 
 
-def test_v3_round_trips_unchanged(tmp_path):
+def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
+    """A v3 run calibrated inside itself, one bandwidth: kept, no levels, and said so."""
+    ceilings = {"compute": {"fp32": {"peak": 1e11}}, "bandwidth": {"peak": 3e10}}
+    v3 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 3, "ceilings": ceilings,
+          "workloads": [{"id": "a", "round_sizes": [2]}]}  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(v3))
+    doc = load_run(tmp_path)
+    assert doc["schema_version"] == 4 and doc["migrated_from"] == 3
+    assert doc["ceilings"]["compute"] == ceilings["compute"]
+    assert doc["ceilings"]["bandwidth"] == ceilings["bandwidth"]
+    assert "memory" not in doc["ceilings"]
+    assert doc["ceilings"]["profile"]["hash"] is None
+    assert "before device profiles" in doc["ceilings"]["profile"]["reason"]
+
+
+def test_v4_round_trips_unchanged(tmp_path):
     energy = {"available": False, "reason": "no RAPL powercap interface"}
     doc = {**MINIMAL, "workloads": [{"id": "a", "energy": energy, "round_sizes": [2, 3]}]}
     write_run(tmp_path, doc)
     loaded = load_run(tmp_path)
-    assert loaded == {**doc, "schema_version": 3, "kind": "reviewkit.run"}
-    assert "migrated_from" not in loaded  # written as 3: nothing migrated
+    assert loaded == {**doc, "schema_version": 4, "kind": "reviewkit.run"}
+    assert "migrated_from" not in loaded  # written as 4: nothing migrated
 
 
 def test_v2_bundle_migrates_to_one_round(tmp_path):
@@ -80,7 +95,7 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 3 and doc["migrated_from"] == 2
+    assert doc["schema_version"] == 4 and doc["migrated_from"] == 2
     assert [w["round_sizes"] for w in doc["workloads"]] == [[3], []]
     assert doc["rounds"] == {"rounds": 1, "seed": None}
 
@@ -100,7 +115,7 @@ def test_v1_bundle_migrates_to_v2(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
     before = (tmp_path / "run.json").read_text()
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 3 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 4 and doc["migrated_from"] == 1
     reason = "recorded with run.json schema 1, before energy was metered"
     # Every workload, measured or not, gets energy absent with the reason.
     assert [w["energy"] for w in doc["workloads"]] == [
@@ -134,7 +149,7 @@ def test_committed_v1_samples_load_migrated():
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     doc = load_run(path)
-    assert doc["schema_version"] == 3 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 4 and doc["migrated_from"] == 1
     assert all(w["energy"]["available"] is False for w in doc["workloads"])
 
 

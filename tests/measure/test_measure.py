@@ -117,8 +117,20 @@ def test_absent_cuda_is_a_clear_error():
         measure.resolve_device("cuda")
 
 
-def test_calibrated_gemm_ceiling_is_a_real_rate():
-    rate, method = calibration.calibrate_compute("fp32", torch.device("cpu"), "smoke")
+def test_calibration_gives_real_rates_per_dtype_and_level():
+    caches = {"L1d": 32 << 10, "L2": 1 << 20, "L3": 8 << 20}
+    doc = calibration.calibrate(torch.device("cpu"), ["fp32"], "smoke", caches)
+    fp32 = doc["compute"]["fp32"]
     # torch.mm fp32 on any CPU that runs the tests: between 1 GFLOP/s and 100 TFLOP/s.
-    assert 1e9 < rate < 1e14
-    assert "best at n=" in method
+    assert 1e9 < fp32["peak"] < 1e14
+    assert fp32["low"] <= fp32["peak"] <= fp32["high"] and len(fp32["trials"]) == 3
+    assert "best at n=" in fp32["measured_method"]
+    levels = doc["memory"]
+    assert [lv["level"] for lv in levels] == ["l1", "l2", "llc", "dram"]
+    assert [lv["capacity_bytes"] for lv in levels] == [32 << 10, 1 << 20, 8 << 20, None]
+    # A cache is never slower than what backs it (raised where a stream did not show it).
+    peaks = [lv["peak"] for lv in levels]
+    assert peaks == sorted(peaks, reverse=True)
+    # Any memory system of the last 20 years: between 1 GB/s and 10 TB/s.
+    assert all(1e9 < p < 1e13 for p in peaks)
+    assert doc["bandwidth"]["peak"] == levels[-1]["peak"] and doc["bandwidth"]["level"] == "dram"

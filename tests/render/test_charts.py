@@ -374,6 +374,28 @@ def test_roofline_ceiling_is_min_of_peak_and_bandwidth_line():
     assert names == {"baseline fp32 ceiling", "candidate 1 bf16 ceiling"}
 
 
+def test_roofline_draws_every_cache_level_once_and_holds_points_to_their_own():
+    """Two runs sharing one device profile (L2 at 7e12 bytes/s): one L2 line, not two. The
+    norm (AI 0.9) lives in L2: its roofline is 7e12 x 0.9 = 6.3e12 FLOP/s, not DRAM's 1.8e12."""
+    runs = roofline_runs()
+    for run in runs:
+        run["memory_levels"] = [{"level": "l2", "peak_bytes_per_s": 7e12}]
+    norm = next(w for w in runs[0]["workloads"] if w["id"] == "layernorm.1024.fp32")
+    norm["memory_level"] = "l2"
+    spec = charts.roofline(runs)
+    lines = [r for r in rows_with(spec, "ceiling") if r["ceiling"].startswith("l2")]
+    assert {r["ceiling"] for r in lines} == {"l2 · 7,000 GB/s"}
+    # From the left edge (0.1) up to where 7e12 x AI meets the highest peak, 312e12 (bf16):
+    # 312 / 7 = 44.571 FLOP/byte; at 0.1 the slope reads 7e11 FLOP/s = 700 GFLOP/s.
+    assert [r["arithmetic_intensity"] for r in lines] == pytest.approx([0.1, 312 / 7])
+    assert [r["gflops_per_s"] for r in lines] == pytest.approx([700.0, 312000.0])
+    point = next(r for r in rows_with(spec, "id") if r["id"] == "layernorm.1024.fp32")
+    assert point["memory_level"] == "l2"
+    assert point["attainable_gflops_per_s"] == pytest.approx(6300.0)
+    gemm = next(r for r in rows_with(spec, "id") if r["id"] == "matmul.4096.fp32")
+    assert gemm["memory_level"] == "main memory"  # none recorded: the one bandwidth
+
+
 def test_roofline_points_skip_what_log_axes_cannot_show_and_say_so():
     spec = charts.roofline(roofline_runs())
     ids = {r["id"] for r in rows_with(spec, "id")}

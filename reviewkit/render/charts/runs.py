@@ -42,16 +42,32 @@ def _ai_range(xs: list[float]) -> tuple[float, float]:
 
 @_memo
 def roofline(runs: list[dict]) -> dict:
-    """Log-log roofline: one point per workload, one ceiling line per run and dtype."""
+    """Log-log roofline: one point per workload, one ceiling line per run and dtype (main
+    memory's slope, then the dtype's peak), and one slope per cache level of the device
+    profile (a run's `memory_levels`: level and bytes/s, main memory left out). A point's
+    roofline is its own level's: `memory_level` names it."""
     title = "Roofline: achieved throughput against arithmetic intensity"
     points: list[dict] = []
     ceilings: list[tuple[str, str, float, float | None]] = []  # run, dtype, P, W
+    level_lines: dict[str, tuple[float, float]] = {}  # "l2 · 190 GB/s" -> (W, highest P)
     skipped = 0
     for run in runs:
         label = str(run["label"])
         peaks = run.get("peak_flops_per_s") or {}
         bandwidth = run.get("peak_bytes_per_s")
         bandwidth = float(bandwidth) if _positive(bandwidth) else None
+        level_w = {
+            str(lv.get("level")): float(lv["peak_bytes_per_s"])
+            for lv in run.get("memory_levels") or []
+            if _positive(lv.get("peak_bytes_per_s"))
+        }
+        top = max((float(p) for p in peaks.values() if _positive(p)), default=None)
+        if top is not None:
+            # Runs on one device share their levels: one line each, named by level and value.
+            for level, w_level in level_w.items():
+                gbs = w_level / GIGA
+                shown = f"{gbs:,.0f}" if gbs >= 1000 else f"{gbs:.3g}"
+                level_lines.setdefault(f"{level} · {shown} GB/s", (w_level, top))
         workloads = sorted(
             run.get("workloads") or [],
             key=lambda w: (str(w.get("layer_type")), str(w.get("id")), str(w.get("dtype"))),
@@ -66,8 +82,9 @@ def roofline(runs: list[dict]) -> dict:
             peak = peaks.get(dtype)
             peak = float(peak) if _positive(peak) else None
             attainable = None
+            w_point = level_w.get(str(w.get("memory_level")), bandwidth)
             if peak is not None:
-                attainable = min(peak, bandwidth * ai) if bandwidth else peak
+                attainable = min(peak, w_point * ai) if w_point else peak
             points.append(
                 {
                     "run": label,
@@ -78,6 +95,7 @@ def roofline(runs: list[dict]) -> dict:
                     "gflops_per_s": rate / GIGA,
                     "peak_gflops_per_s": peak / GIGA if peak else None,
                     "attainable_gflops_per_s": attainable / GIGA if attainable else None,
+                    "memory_level": str(w.get("memory_level") or "main memory"),
                     "mfu": rate / peak if peak else None,
                     "fraction_of_attainable": rate / attainable if attainable else None,
                 }
@@ -98,7 +116,7 @@ def roofline(runs: list[dict]) -> dict:
     if not points and not ceilings:
         return _no_data(title, notes)
 
-    ridges = [p / w for _, _, p, w in ceilings if w]
+    ridges = [p / w for _, _, p, w in ceilings if w] + [p / w for w, p in level_lines.values()]
     xs = [p["arithmetic_intensity"] for p in points] + ridges or [1.0]
     lo, hi = _ai_range(xs)
     lines = []
@@ -115,6 +133,18 @@ def roofline(runs: list[dict]) -> dict:
                     "gflops_per_s": y / GIGA,
                     "peak_gflops_per_s": peak / GIGA,
                     "peak_gbytes_per_s": bandwidth / GIGA if bandwidth else None,
+                }
+            )
+    for name, (w_level, top) in level_lines.items():
+        # A cache level's slope up to where it meets the highest compute peak.
+        for ai in (lo, top / w_level):
+            lines.append(
+                {
+                    "ceiling": name,
+                    "arithmetic_intensity": ai,
+                    "gflops_per_s": w_level * ai / GIGA,
+                    "peak_gflops_per_s": None,
+                    "peak_gbytes_per_s": w_level / GIGA,
                 }
             )
 
@@ -163,6 +193,7 @@ def roofline(runs: list[dict]) -> dict:
                 alt.Tooltip("run:N"),
                 alt.Tooltip("layer_type:N", title="layer type"),
                 alt.Tooltip("dtype:N"),
+                alt.Tooltip("memory_level:N", title="working set in"),
                 alt.Tooltip("arithmetic_intensity:Q", title="FLOP/byte", format=",.3~g"),
                 alt.Tooltip("gflops_per_s:Q", title="achieved (GFLOP/s)", format=",.4~g"),
                 alt.Tooltip("peak_gflops_per_s:Q", title="peak (GFLOP/s)", format=",.4~g"),

@@ -50,6 +50,11 @@ def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
                     if c.get("peak")
                 },
                 "peak_bytes_per_s": (ceilings.get("bandwidth") or {}).get("peak") or 0.0,
+                # cache levels only: main memory is `peak_bytes_per_s`
+                "memory_levels": [
+                    {"level": lv.get("level"), "peak_bytes_per_s": lv.get("peak")}
+                    for lv in (ceilings.get("memory") or [])[:-1]
+                ],
                 "workloads": [
                     {
                         k: w.get(k)
@@ -59,6 +64,7 @@ def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
                             "dtype",
                             "arithmetic_intensity",
                             "achieved_flops_per_s",
+                            "memory_level",
                         )
                     }
                     for w in doc["workloads"]

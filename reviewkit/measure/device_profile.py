@@ -1,0 +1,120 @@
+"""Which device profile a measurement divides by: the pinned one, the cached one, or a new one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from reviewkit.measure import profile as profiles
+from reviewkit.measure.calibration import calibrate
+from reviewkit.measure.device import device_fingerprint, device_name, torch_build
+from reviewkit.suite import workloads as suite
+
+CACHED, CALIBRATED, PINNED = "cached", "calibrated", "pinned"
+
+
+@dataclass(frozen=True)
+class Obtained:
+    doc: dict
+    source: str  # cached | calibrated | pinned
+    path: Path | None
+    # Why a cached profile was passed over and re-measured ("" when it was not).
+    renewed_because: str = ""
+
+    def ceilings(self) -> dict:
+        # A cached profile's path is the user's cache folder: not worth recording in a bundle
+        # that travels to reviewers (the hash names the profile).
+        path = self.path if self.source == PINNED else None
+        doc = profiles.ceilings_of(self.doc, self.source, path)
+        if self.renewed_because:
+            doc["profile"]["renewed_because"] = self.renewed_because
+        return doc
+
+
+def new_profile(
+    device: torch.device,
+    dtypes: Sequence[str],
+    calibration: str,
+    on_step: Callable[[str], None] = lambda _: None,
+) -> dict:
+    """Calibrate this device now and return the profile document (not yet saved)."""
+    fp = device_fingerprint(device) or {"hash": device.type, "label": device.type, "facts": {}}
+    started = time.time()
+    calibrated = calibrate(
+        device, dtypes, calibration, fp["facts"].get("caches_bytes") or {}, on_step
+    )
+    return profiles.build(
+        calibrated=calibrated,
+        fingerprint=fp,
+        torch_build={k: v for k, v in torch_build().items() if k != "config"},
+        device=device.type,
+        device_name=device_name(device),
+        calibration=calibration,
+        created_unix_s=started,
+        wall_s=time.time() - started,
+    )
+
+
+def obtain(
+    device: torch.device,
+    dtypes: Sequence[str],
+    calibration: str,
+    pinned: Path | None = None,
+    recalibrate: bool = False,
+    on_step: Callable[[str], None] = lambda _: None,
+) -> Obtained:
+    """The profile a run divides by.
+
+    `pinned` (--device-profile) must be this device's and this torch build's, and cover every
+    dtype, or it is refused. Otherwise the cache is read (the most thorough calibration at
+    least `calibration`), unless `recalibrate`; a cached profile that is corrupt, stale or
+    another device's, or lacks a dtype, is measured again (for every dtype it had and every
+    dtype asked for) and the cache rewritten."""
+    fp = device_fingerprint(device) or {"hash": device.type, "label": device.type}
+    version = torch.__version__
+    wanted = sorted(set(dtypes), key=suite.DTYPES.index)
+    if pinned is not None:
+        doc = profiles.load(pinned)
+        why = profiles.refusal(doc, pinned, fp, version)
+        if why:
+            raise profiles.ProfileError(why)
+        missing = profiles.missing_dtypes(doc, wanted)
+        if missing:
+            raise profiles.ProfileError(
+                f"{pinned}: has no {', '.join(missing)} ceiling; calibrate with "
+                f"`reviewkit calibrate --dtype "
+                f"{','.join(sorted({*doc['compute'], *missing}, key=suite.DTYPES.index))} "
+                f"--out {pinned}`, or drop --device-profile"
+            )
+        return Obtained(doc, PINNED, pinned)
+    renewed = ""
+    keep: list[str] = []
+    if not recalibrate:
+        for path in profiles.candidates(device.type, fp["hash"], calibration):
+            if not path.exists():
+                continue
+            try:
+                doc = profiles.load(path)
+            except profiles.ProfileError as exc:
+                renewed = str(exc)
+                continue
+            why = profiles.refusal(doc, path, fp, version)
+            if why:
+                renewed = why
+                continue
+            missing = profiles.missing_dtypes(doc, wanted)
+            if missing:
+                keep = list(doc["compute"])
+                renewed = f"{path}: has no {', '.join(missing)} ceiling"
+                continue
+            return Obtained(doc, CACHED, path)
+    else:
+        renewed = "--recalibrate"
+    everything = sorted({*wanted, *keep}, key=suite.DTYPES.index)
+    doc = new_profile(device, everything, calibration, on_step)
+    path = profiles.save(doc, profiles.cache_path(device.type, fp["hash"], calibration))
+    return Obtained(doc, CALIBRATED, path, renewed)

@@ -1,0 +1,228 @@
+"""Device profiles: the file a calibration writes, its validation, and the per-fingerprint cache.
+
+Torch-free. A profile is what two runs on one device divide by: compute ceilings per dtype and
+bandwidth per memory level, with the fingerprint and torch build they were taken under. Runs
+reuse the cached profile of their device, so an A/A pair shares its denominators instead of
+re-measuring them (two quick runs once read the same GEMM at 56% and 78% MFU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+from reviewkit.common.errors import InputError
+from reviewkit.common.files import write_text_atomic
+
+KIND = "reviewkit.device-profile"
+VERSION = 1
+# A profile taken by a more thorough calibration serves a lighter run (a `full` profile serves
+# a `quick` run), never the other way round.
+THOROUGHNESS = ("smoke", "quick", "full")
+CACHE_ENV = "REVIEWKIT_CACHE_DIR"
+
+
+class ProfileError(InputError):
+    """A device profile that cannot be used here: corrupt, of another version, stale (another
+    torch build) or taken on another device."""
+
+
+def cache_dir() -> Path:
+    """$REVIEWKIT_CACHE_DIR, else $XDG_CACHE_HOME/reviewkit, else ~/.cache/reviewkit."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "reviewkit"
+
+
+def cache_path(device_kind: str, fingerprint_hash: str, calibration: str) -> Path:
+    return cache_dir() / "profiles" / f"{device_kind}-{fingerprint_hash}-{calibration}.json"
+
+
+def candidates(device_kind: str, fingerprint_hash: str, calibration: str) -> list[Path]:
+    """Cache files that could serve a run of this calibration profile, most thorough first."""
+    at_least = THOROUGHNESS[THOROUGHNESS.index(calibration) :]
+    return [cache_path(device_kind, fingerprint_hash, c) for c in reversed(at_least)]
+
+
+def content_hash(doc: dict) -> str:
+    """sha256 (16 hex digits) of the profile's canonical JSON, its own `hash` left out."""
+    body = {k: v for k, v in doc.items() if k != "hash"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def build(
+    *,
+    calibrated: dict,
+    fingerprint: dict,
+    torch_build: dict,
+    device: str,
+    device_name: str,
+    calibration: str,
+    created_unix_s: float,
+    wall_s: float,
+) -> dict:
+    doc = {
+        "kind": KIND,
+        "version": VERSION,
+        "created_unix_s": round(created_unix_s, 3),
+        "calibration": calibration,
+        "wall_s": round(wall_s, 3),
+        "device": device,
+        "device_name": device_name,
+        "fingerprint": fingerprint,
+        "torch": torch_build,
+        "threads": calibrated["threads"],
+        "datasheet_entry": calibrated.get("datasheet_entry"),
+        "compute": calibrated["compute"],
+        "memory": calibrated["memory"],
+        "bandwidth": calibrated["bandwidth"],
+        "interconnect": calibrated.get("interconnect")
+        or {
+            "available": False,
+            "reason": "one device, no interconnect to measure (collectives are measured under "
+            "torchrun)",
+        },
+    }
+    doc["hash"] = content_hash(doc)
+    return doc
+
+
+def _need(cond: bool, path: Path, key: str, expected: str) -> None:
+    if not cond:
+        raise ProfileError(
+            f"{path}: `{key}` {expected}; this is not a usable device profile. Write a new one "
+            "with `reviewkit calibrate`, or run with --recalibrate"
+        )
+
+
+def _positive_or_null(value: object) -> bool:
+    return value is None or (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def validate(doc: object, path: Path) -> dict:
+    """The profile, or a ProfileError naming the file, the key and what was expected."""
+    _need(isinstance(doc, dict), path, "(top level)", "must be a JSON object")
+    assert isinstance(doc, dict)
+    _need(doc.get("kind") == KIND, path, "kind", f"must be {KIND!r}")
+    _need(doc.get("version") == VERSION, path, "version",
+          f"must be {VERSION} (the device-profile version this reviewkit reads)")  # fmt: skip
+    fp = doc.get("fingerprint")
+    _need(isinstance(fp, dict) and isinstance(fp.get("hash"), str), path, "fingerprint.hash",
+          "must be a string")  # fmt: skip
+    build_ = doc.get("torch")
+    _need(isinstance(build_, dict) and isinstance(build_.get("torch_version"), str), path,
+          "torch.torch_version", "must be a string")  # fmt: skip
+    compute = doc.get("compute")
+    _need(isinstance(compute, dict) and bool(compute), path, "compute",
+          "must map each dtype to its ceiling")  # fmt: skip
+    assert isinstance(compute, dict)
+    for dtype, entry in compute.items():
+        _need(isinstance(entry, dict) and _positive_or_null(entry.get("peak")), path,
+              f"compute.{dtype}.peak", "must be a positive number (FLOP/s) or null")  # fmt: skip
+    memory = doc.get("memory")
+    _need(isinstance(memory, list) and bool(memory), path, "memory",
+          "must list the memory levels, innermost first")  # fmt: skip
+    assert isinstance(memory, list)
+    for i, level in enumerate(memory):
+        _need(isinstance(level, dict) and isinstance(level.get("level"), str), path,
+              f"memory[{i}].level", "must be a level name (l1, l2, llc, dram, hbm)")  # fmt: skip
+        _need(_positive_or_null(level.get("peak")) and level.get("peak") is not None, path,
+              f"memory[{i}].peak", "must be a positive number (bytes/s)")  # fmt: skip
+        cap = level.get("capacity_bytes")
+        last = i == len(memory) - 1
+        _need((cap is None) if last else (isinstance(cap, int) and cap > 0), path,
+              f"memory[{i}].capacity_bytes",
+              "must be null for main memory (the last level) and a positive integer for a "
+              "cache")  # fmt: skip
+    _need(isinstance(doc.get("bandwidth"), dict)
+          and _positive_or_null(doc["bandwidth"].get("peak")), path, "bandwidth.peak",
+          "must be a positive number (bytes/s) or null")  # fmt: skip
+    _need(doc.get("hash") == content_hash(doc), path, "hash",
+          "must match the profile's content (the file was edited or damaged after it was "
+          "written)")  # fmt: skip
+    return doc
+
+
+def load(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(
+            f"{path}: no such device profile; write one with `reviewkit calibrate --out {path}`"
+        ) from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the device profile ({exc.strerror})") from None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProfileError(
+            f"{path}: not valid JSON ({exc}); write a new profile with `reviewkit calibrate`, "
+            "or run with --recalibrate"
+        ) from None
+    return validate(doc, path)
+
+
+def refusal(doc: dict, path: Path, fingerprint: dict, torch_version: str) -> str:
+    """Why this profile cannot serve a run here ("" when it can): another device, another
+    torch build."""
+    theirs = doc["fingerprint"]
+    if theirs.get("hash") != fingerprint.get("hash"):
+        return (
+            f"{path}: taken on {theirs.get('label') or 'another device'} (fingerprint "
+            f"{theirs.get('hash')}), but this is {fingerprint.get('label')} (fingerprint "
+            f"{fingerprint.get('hash')}): its ceilings are not this device's. Calibrate here "
+            "with `reviewkit calibrate`, or run with --recalibrate"
+        )
+    built = doc["torch"].get("torch_version")
+    if built != torch_version:
+        return (
+            f"{path}: taken under torch {built}, older than this torch build ({torch_version}): "
+            "kernels and so ceilings change with the build. Calibrate again with "
+            "`reviewkit calibrate`, or run with --recalibrate"
+        )
+    return ""
+
+
+def missing_dtypes(doc: dict, dtypes: list[str]) -> list[str]:
+    return [d for d in dtypes if d not in doc["compute"]]
+
+
+def save(doc: dict, path: Path) -> Path:
+    try:
+        write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise ProfileError(
+            f"{path}: cannot write the device profile ({exc.strerror}); choose another --out, "
+            f"or set {CACHE_ENV} to a writable folder"
+        ) from None
+    return path
+
+
+def ceilings_of(doc: dict, source: str, path: Path | None) -> dict:
+    """A run bundle's `ceilings`: the profile's compute, main-memory bandwidth and levels, and
+    which profile they came from."""
+    return {
+        "compute": doc["compute"],
+        "bandwidth": doc["bandwidth"],
+        "memory": doc["memory"],
+        "threads": doc.get("threads"),
+        "datasheet_entry": doc.get("datasheet_entry"),
+        "profile": {
+            "hash": doc["hash"],
+            "source": source,  # "cached" | "calibrated" | "pinned"
+            "path": str(path) if path else None,
+            "calibration": doc.get("calibration"),
+            "created_unix_s": doc.get("created_unix_s"),
+            "fingerprint": doc["fingerprint"].get("hash"),
+        },
+    }
