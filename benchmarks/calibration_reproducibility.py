@@ -9,8 +9,9 @@
    call; the spread between processes of each way of reading them (trial medians, pooled
    quantiles, fastest calls, upper quantiles of trials). This chose calibration.py's statistic.
 3. `aa-mfu`: two `run --only 'gemm.*'` processes that each calibrate for themselves
-   (`--recalibrate`, the behaviour before profiles) and two that share the cached profile; the
-   largest gemm MFU difference in points (target: within 5 points with a shared profile).
+   (`--recalibrate`, the behaviour before profiles), two that share the cached profile, and an
+   `ab` A/A (both sides in one process, the same profile); the largest gemm MFU difference in
+   points (target: within 5 points with a shared profile).
 
     .venv/bin/python benchmarks/calibration_reproducibility.py [--n 5] [--profile quick]
         [--parts calibrate,estimators,aa-mfu]
@@ -134,10 +135,21 @@ def aa_mfu(profile: str) -> None:
                     check=True, capture_output=True, env=env,
                 )  # fmt: skip
                 mfu.append(_gemm_mfu(out))
-            common = sorted(set(mfu[0]) & set(mfu[1]))
-            diffs = [abs(mfu[0][k] - mfu[1][k]) * 100 for k in common]
-            print(f"| {label} | {max(diffs):.1f} | {statistics.median(diffs):.1f} | "
-                  f"{len(common)} |")  # fmt: skip
+            _mfu_row(label, mfu)
+        out = Path(tmp) / "ab"
+        subprocess.run(
+            [sys.executable, "-m", "reviewkit", "ab", "--baseline", "", "--candidate", "",
+             "--profile", profile, "--dtype", "fp32", "--only", "gemm.*", "--out", str(out)],
+            check=True, capture_output=True, env=env,
+        )  # fmt: skip
+        _mfu_row("one cached profile, interleaved (`ab` A/A)",
+                 [_gemm_mfu(out / "baseline"), _gemm_mfu(out / "candidate")])  # fmt: skip
+
+
+def _mfu_row(label: str, mfu: list[dict[str, float]]) -> None:
+    common = sorted(set(mfu[0]) & set(mfu[1]))
+    diffs = [abs(mfu[0][k] - mfu[1][k]) * 100 for k in common]
+    print(f"| {label} | {max(diffs):.1f} | {statistics.median(diffs):.1f} | {len(common)} |")
 
 
 def main() -> None:

@@ -95,7 +95,8 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
         f"{doc.get('calibration')} calibration in {doc.get('wall_s', 0):.1f} s",
         highlight=False,
     )
-    console.print(ceilings_table(doc, "Ceilings (each the trials' upper quantile or median)"))
+    title = "Ceilings (the best trial; the median trial for a level shared with neighbours)"
+    console.print(ceilings_table(doc, title))
     for path in paths:
         console.print(f"written: {escape(path)}", highlight=False)
 

@@ -164,9 +164,9 @@ def calibrate(
 ) -> None:
     """Measure this device's ceilings (GEMM per dtype, bandwidth per memory level) in repeated
     trials and cache them as its device profile, which run and ab then divide by."""
+    from reviewkit.bundle import profile as profiles
     from reviewkit.cli.console import print_profile, stdout_console
     from reviewkit.measure import device_profile as obtaining
-    from reviewkit.measure import profile as profiles
     from reviewkit.measure.device import resolve_device
 
     if profile not in suite.PROFILES:

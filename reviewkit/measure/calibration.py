@@ -2,10 +2,9 @@
 
 Each ceiling comes from repeated, interleaved trials (measure/trials.py): a screen over square
 GEMM sizes in both operand layouts picks the finalists, the finalists are measured in trials,
-and the ceiling is the best finalist's upper quantile over trials (the median for a resource
-shared with neighbours, measure/trials.py says why), with the lowest and highest trial as its
-interval. Memory is measured per level of the hierarchy with a stream whose working set
-fits that level.
+and the ceiling is the best finalist's best trial (the median trial for a resource shared with
+neighbours; measure/trials.py says why), with the lowest and highest trial beside it. Memory is
+measured per level of the hierarchy with a stream whose working set fits that level.
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from reviewkit.measure import hierarchy
 from reviewkit.measure.device import device_name, device_timed, first_line
 from reviewkit.measure.timing import Clock, SamplingPolicy, collect_samples
 from reviewkit.measure.trials import (
+    BEST,
     MEDIAN,
-    UPPER_QUANTILE,
     TrialRates,
     best,
     fastest_s,
@@ -45,11 +44,12 @@ GPU_GEMM_SIZES = (2048, 4096, 8192)
 # runs). Some stacks have a slow path in one layout only (fp16 "nn" on this CPU runs ~10x
 # slower than "nt"), and the ceiling is the best the device reaches, not the worst.
 GEMM_LAYOUTS = ("nn", "nt")
-# Trials per ceiling. With n trials, [lowest, highest] covers the q-quantile of trial rates
-# with probability 1 - q^n - (1-q)^n (92% for q = 0.75 at 9, 99.6% for the median). On the
-# project's 2-core VM a neighbour's memory traffic held DRAM bandwidth 50% high for the first 5
-# of 9 trials of one calibration: 5 trials would have taken that state as the ceiling, 9
-# outvote it (docs/benchmarks.md, "Calibration reproducibility"). smoke keeps 3 for the tests.
+# Trials per ceiling. With n trials, [lowest, highest] covers the median trial with probability
+# 1 - 2 x 0.5^n (99.6% at 9), and the best of 9 comes from the best quarter of the machine's
+# states with probability 1 - 0.75^9 (92%). On the project's 2-core VM a neighbour's memory
+# traffic held DRAM bandwidth 50% high for the first 5 of 9 trials of one calibration: 5 trials
+# would have taken that state as the median, 9 outvote it (docs/benchmarks.md, "Calibration
+# reproducibility"). smoke keeps 3 for the tests.
 TRIALS = {"smoke": 3, "quick": 9, "full": 15}
 # The screen's configurations carried into the trials: the best three, because on a noisy
 # machine the screen's single best is often a size that was merely lucky in its one pass.
@@ -153,8 +153,8 @@ class Screen:
             f"torch.mm over square sizes {list(self.sizes)} in layouts {'/'.join(GEMM_LAYOUTS)}: "
             f"a screen, then {trials} interleaved trials of the best {len(self.finalists)} "
             f"({', '.join(self.finalists) or '-'}), fresh buffers each trial; each trial's rate "
-            f"at its fastest call, the ceiling the trials' {UPPER_QUANTILE} quantile (nearest "
-            f"rank); best at {winner or '-'}{self.failure}"
+            f"at its fastest call, the ceiling the best trial; best at {winner or '-'}"
+            f"{self.failure}"
         )
         if self.stopped:
             text += f"; layout {'/'.join(self.stopped)} stopped early (too slow for the budget)"
@@ -289,8 +289,7 @@ def memory_records(
         method = (
             f"{methods[level.name]}; {count} interleaved trials, fresh buffers each, each at its "
             f"fastest call, the ceiling the trials' "
-            + ("median (a level shared with neighbours)" if level.shared
-               else f"{UPPER_QUANTILE} quantile (nearest rank)")
+            + ("median (a level shared with neighbours)" if level.shared else "best")
         )  # fmt: skip
         peak = t.peak
         if outer is not None and peak < outer:
@@ -349,14 +348,13 @@ def calibrate(
         makers.update({f"memory {name}": m for name, (m, _, _) in mem.items()})
         work.update({f"memory {name}": w for name, (_, w, _) in mem.items()})
         on_step(f"{count} trials of {len(makers)} ceilings")
-        quantiles = {name: UPPER_QUANTILE for name in makers}
+        quantiles = dict.fromkeys(makers, BEST)
         quantiles.update({f"memory {lv.name}": MEDIAN for lv in levels if lv.shared})
         trials = run_trials(makers, work, count, TRIAL_POLICY, clock, quantiles=quantiles)
     compute = {}
     for screen in screens:
         own = {
-            c: TrialRates(c, trials[f"{screen.dtype} {c}"].rates, UPPER_QUANTILE)
-            for c in screen.finalists
+            c: TrialRates(c, trials[f"{screen.dtype} {c}"].rates, BEST) for c in screen.finalists
         }
         winner = best(own)
         chosen = ceilings.choose(

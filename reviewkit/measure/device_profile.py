@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from reviewkit.measure import profile as profiles
+from reviewkit.bundle import profile as profiles
 from reviewkit.measure.calibration import calibrate
 from reviewkit.measure.device import device_fingerprint, device_name, torch_build
 from reviewkit.suite import workloads as suite

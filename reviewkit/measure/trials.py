@@ -17,19 +17,21 @@ from dataclasses import dataclass
 
 from reviewkit.measure.timing import Clock, SamplingPolicy, collect_samples
 
-# Which trial sets the ceiling. Five separate calibrations' raw calls on the project's 2-core VM,
-# read under eight estimators (docs/benchmarks.md, "Calibration reproducibility"): within a
-# trial, interference only ever slows a call (a preempted core, a neighbour's traffic), so the
-# trial's fastest call is what the hardware did. Across trials the machine's state moves for
-# seconds at a time, and how to read that depends on what the resource is:
-# - a private resource (a core's FMA units, its L1 and L2; a whole GPU) is only ever taken away,
-#   so the ceiling is an upper quantile of the trials: the 3rd best of 9 spread 0.5-3% between
-#   calibrations for fp32/bf16 GEMM where the median spread 4-8%;
+# Which trial sets the ceiling: benchmarks/calibration_reproducibility.py kept every call of five
+# separate processes (9 trials x 10 calls of fixed GEMMs, the LLC stream and the DRAM copy) and
+# read them six ways (docs/benchmarks.md, "Calibration reproducibility"). Within a trial,
+# interference only ever slows a call (a preempted core, a neighbour's traffic), so a trial is
+# rated at its fastest call. Across trials the machine's state moves for seconds at a time, and
+# how to read that depends on whom the resource belongs to:
+# - a private resource (a core's FMA units, its L1 and L2; a whole GPU) is only ever taken
+#   away, never lent more than it has: the ceiling is the best trial. Its spread between
+#   processes was 1-5% for fp32 and bf16 GEMM in two sessions, against 6-20% for medians of
+#   trials or of all calls and 3-12% for the 0.75 quantile of trials;
 # - a resource shared with other tenants (the LLC and DRAM of a cloud CPU) is sometimes given
-#   more: one calibration's first five trials saw 50 GB/s of DRAM copy while neighbours idled,
-#   against 33 GB/s otherwise. What a workload can count on is the typical share: the median
-#   (10% spread where any upper quantile spread 50%).
-UPPER_QUANTILE = 0.75
+#   more: one process's first five trials saw 50 GB/s of DRAM copy while neighbours idled,
+#   against 33 GB/s otherwise. What a workload can count on is the typical share: the median of
+#   the trials (8-10% spread where the best trial spread 40-50%).
+BEST = 1.0
 MEDIAN = 0.5
 
 
@@ -44,8 +46,8 @@ class TrialRates:
 
     @property
     def peak(self) -> float:
-        """The trials' `quantile` by nearest rank, k = ceil(q n) from the bottom (the 0.75 of 9
-        trials is the 7th lowest, the 3rd best; of 3 trials, the best); 0.5 is the median."""
+        """The trials' `quantile` by nearest rank, k = ceil(q n) from the bottom (1.0 is the best
+        trial; the 0.75 of 9 trials is the 7th lowest, the 3rd best); 0.5 is the median."""
         if self.quantile == MEDIAN:
             return median(self.rates)
         s = sorted(self.rates)
@@ -65,10 +67,13 @@ class TrialRates:
         return self.high / self.low - 1 if self.low > 0 else math.inf
 
     @property
-    def confidence(self) -> float:
+    def confidence(self) -> float | None:
         """Coverage of [lowest, highest trial] as an interval for the rates' `quantile` q, with
-        no assumption on the distribution: P(min < x_q < max) = 1 - q^n - (1 - q)^n."""
+        no assumption on the distribution: P(min < x_q < max) = 1 - q^n - (1 - q)^n. None for
+        the best trial, which is an end of that range, not inside it."""
         n, q = len(self.rates), self.quantile
+        if q >= 1:
+            return None
         return 1 - q**n - (1 - q) ** n
 
     def to_json(self) -> dict:

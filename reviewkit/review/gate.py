@@ -7,6 +7,7 @@ from pathlib import Path
 
 from reviewkit.analysis.compare import STATISTICAL_ONLY, Comparison, Margins, compare
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle import profile as profiles
 from reviewkit.bundle.run import STATUS_OK, load_run
 from reviewkit.common.errors import InputError
 from reviewkit.common.hashing import sha256_file
@@ -138,15 +139,43 @@ def _remember(memo: dict, key, value):
     return value
 
 
-def load_analysed(path: Path, review_file: Path, key: str) -> tuple[str, dict]:
-    """(content hash, analysed run). The run is shared between callers: read, never modify."""
+def load_analysed(
+    path: Path, review_file: Path, key: str, device_profile: tuple[Path, dict] | None = None
+) -> tuple[str, dict]:
+    """(content hash, analysed run). The run is shared between callers: read, never modify.
+
+    With `device_profile` (the review's `runs.device_profile`: its path and document), the run
+    divides by that profile's ceilings instead of its own; a run measured on another device is
+    refused."""
     digest = _content_key(path)
+    if device_profile is not None:
+        digest = f"{digest}+profile:{device_profile[1]['hash']}"
     if digest in _analysed:
         return digest, _analysed[digest]
     try:
-        return digest, _remember(_analysed, digest, analyse_run(load_run(path)))
+        doc = load_run(path)
     except InputError as exc:
         raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
+    if device_profile is not None:
+        doc = _on_profile(doc, path, review_file, key, *device_profile)
+    return digest, _remember(_analysed, digest, analyse_run(doc))
+
+
+def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path, profile: dict):
+    theirs = ((doc.get("environment") or {}).get("fingerprint") or {}).get("hash")
+    ours = profile["fingerprint"].get("hash")
+    if theirs != ours:
+        measured_on = (doc.get("environment") or {}).get("fingerprint", {}).get("label") or (
+            "a device with no recorded fingerprint"
+        )
+        raise InputError(
+            f"{review_file}: key {key!r}: {path} was measured on {measured_on}, but "
+            f"runs.device_profile ({where}) was taken on {profile['fingerprint'].get('label')}: "
+            "a profile's ceilings are one device's. Drop runs.device_profile, or cite runs "
+            "from the profile's device"
+        )
+    ceilings = profiles.ceilings_of(profile, "review", where)
+    return {**doc, "ceilings": ceilings}
 
 
 def _compare(
@@ -177,9 +206,15 @@ def run_check(
             f"{review.path}: [answers.{unknown[0]}] names no item of rubric {rubric.path}"
             f"{closest(unknown[0], ids)}"
         )
-    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline")
+    pinned = None
+    if review.device_profile is not None:
+        try:
+            pinned = (review.device_profile, profiles.load(review.device_profile))
+        except InputError as exc:
+            raise InputError(f"{review.path}: key 'runs.device_profile': {exc}") from exc
+    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline", pinned)
     cand_loaded = [
-        (p, load_analysed(p, review.path, f"runs.candidates[{i}]"))
+        (p, load_analysed(p, review.path, f"runs.candidates[{i}]", pinned))
         for i, p in enumerate(review.candidates)
     ]
     baseline = base_loaded[1]

@@ -55,6 +55,9 @@ SCHEMA = {
         item={
             "baseline": _f(str, required=True),
             "candidates": _f(list, required=True, each=(str,)),
+            # one device profile (`reviewkit calibrate --out`) every run of this device
+            # divides by, instead of each bundle's own
+            "device_profile": _f(str),
         },
     ),
     "owner": _f(dict, item={"name": TEXT, "team": TEXT, "contact": TEXT}),
@@ -169,6 +172,7 @@ class Review:
     summary: str
     baseline: Path
     candidates: tuple[Path, ...]
+    device_profile: Path | None = None
     owner_name: str = ""
     owner_team: str = ""
     reviewers: tuple[str, ...] = ()
@@ -297,6 +301,11 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
         resolve_inside(folder, c, f"runs.candidates[{i}]", path, allow_outside)
         for i, c in enumerate(runs["candidates"])
     )
+    device_profile = (
+        resolve_inside(folder, runs["device_profile"], "runs.device_profile", path, allow_outside)
+        if runs.get("device_profile")
+        else None
+    )
     evidence = {}
     for kind, value in doc.get("evidence", {}).items():
         values = [value] if isinstance(value, str) else value
@@ -326,6 +335,7 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
         summary=doc.get("summary", ""),
         baseline=baseline,
         candidates=candidates,
+        device_profile=device_profile,
         owner_name=owner.get("name", "").strip(),
         owner_team=owner.get("team", "").strip(),
         reviewers=tuple(doc.get("reviewers", [])),

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from reviewkit.analysis.roofline import level_for, memory_level, roofline
+from reviewkit.bundle import profile as profiles
 from reviewkit.measure import device_profile as obtaining
 from reviewkit.measure import hierarchy
-from reviewkit.measure import profile as profiles
 from reviewkit.measure.timing import SamplingPolicy, timed_call
-from reviewkit.measure.trials import MEDIAN, UPPER_QUANTILE, TrialRates, run_trials
+from reviewkit.measure.trials import BEST, MEDIAN, TrialRates, run_trials
 
 # --- trials on a fake clock -------------------------------------------------------------------
 
@@ -47,28 +47,34 @@ def _scripted(clock: FakeClock, durations_per_build: list[list[float]], log: lis
     return make
 
 
-def test_a_trial_is_rated_at_its_fastest_call_and_the_ceiling_is_the_upper_quantile():
+def test_a_trial_is_rated_at_its_fastest_call_and_the_ceiling_is_the_best_trial():
     clock, log = FakeClock(), []
     # Work 8 units per call. Trial k's calls (after a 1.0 s warm-up): the fastest is 1/8, 1/4,
     # 1/2, 1/4 s -> rates 64, 32, 16, 32 work/s. A neighbour slowed trial 3 (rate 16).
     durations = [[1.0, 1 / 8, 1, 1], [1.0, 1, 1 / 4, 1], [1.0, 1, 1, 1 / 2], [1.0, 1 / 4, 1, 1]]
     makers = {"gemm": _scripted(clock, durations, log, "gemm")}
     result = run_trials(makers, {"gemm": 8.0}, 4, THREE_CALLS, clock,
-                        quantiles={"gemm": UPPER_QUANTILE})["gemm"]  # fmt: skip
+                        quantiles={"gemm": BEST})["gemm"]  # fmt: skip
     assert result.rates == (64.0, 32.0, 16.0, 32.0)
-    # Nearest rank: k = ceil(0.75 x 4) = 3rd lowest of (16, 32, 32, 64) = 32.
-    assert result.peak == 32.0
+    assert result.peak == 64.0
     assert (result.low, result.high) == (16.0, 64.0)
     assert result.spread == 3.0  # 64 / 16 - 1
-    # P(min < x_0.75 < max) = 1 - 0.75^4 - 0.25^4 = 1 - 0.31640625 - 0.00390625
-    assert result.confidence == pytest.approx(0.6796875)
+    assert result.confidence is None  # the best trial is an end of the range, not inside it
+    # The median of the same trials: (32 + 32) / 2; P(min < median < max) = 1 - 2 x 0.5^4.
+    median = TrialRates("gemm", result.rates, MEDIAN)
+    assert median.peak == 32.0 and median.confidence == pytest.approx(0.875)
+    # A 0.75 quantile: nearest rank ceil(0.75 x 4) = 3rd lowest of (16, 32, 32, 64) = 32;
+    # P(min < x_0.75 < max) = 1 - 0.75^4 - 0.25^4 = 1 - 0.31640625 - 0.00390625.
+    upper = TrialRates("gemm", result.rates, 0.75)
+    assert upper.peak == 32.0 and upper.confidence == pytest.approx(0.6796875)
 
 
 def test_quantiles_by_hand():
     nine = tuple(float(r) for r in (5, 1, 9, 3, 7, 2, 8, 4, 6))
-    assert TrialRates("x", nine, UPPER_QUANTILE).peak == 7.0  # ceil(6.75) = 7th lowest
+    assert TrialRates("x", nine, 0.75).peak == 7.0  # ceil(6.75) = 7th lowest
+    assert TrialRates("x", nine, BEST).peak == 9.0
     assert TrialRates("x", nine, MEDIAN).peak == 5.0
-    assert TrialRates("x", (1.0, 2.0, 3.0), UPPER_QUANTILE).peak == 3.0  # ceil(2.25) = 3rd
+    assert TrialRates("x", (1.0, 2.0, 3.0), 0.75).peak == 3.0  # ceil(2.25) = 3rd
     assert TrialRates("x", (1.0, 2.0, 3.0, 4.0), MEDIAN).peak == 2.5
     assert TrialRates("x", nine, MEDIAN).confidence == pytest.approx(1 - 2 * 0.5**9)
 
@@ -94,28 +100,29 @@ def test_each_trial_builds_its_configuration_afresh():
 
 
 def test_a_neighbour_for_a_third_of_the_calibration_does_not_move_the_ceiling():
-    """Nine trials; a neighbour halves the rate during trials 0-2. The upper quantile (7th
-    lowest of 9) is an undisturbed trial, as is the median: both read 100."""
+    """Nine trials; a neighbour halves the rate during trials 0-2. The best trial and the
+    median are both undisturbed trials: both read 100."""
     clock, log = FakeClock(), []
     slow, fast = [1.0, 0.02, 0.02, 0.02], [1.0, 0.01, 0.01, 0.01]
     durations = [slow] * 3 + [fast] * 6
     makers = {"gemm": _scripted(clock, durations, log, "gemm")}
     result = run_trials(makers, {"gemm": 1.0}, 9, THREE_CALLS, clock,
-                        quantiles={"gemm": UPPER_QUANTILE})["gemm"]  # fmt: skip
+                        quantiles={"gemm": BEST})["gemm"]  # fmt: skip
     assert result.peak == pytest.approx(100.0)
+    assert TrialRates("gemm", result.rates, MEDIAN).peak == pytest.approx(100.0)
     assert result.low == pytest.approx(50.0)
 
 
 def test_a_run_of_lucky_trials_on_a_shared_level_is_outvoted_by_the_median():
     """DRAM shared with neighbours: 4 of 9 trials saw 1.5x while they idled. The median keeps
-    the typical share; the upper quantile would have taken the lucky state."""
+    the typical share; the best trial would have taken the lucky state."""
     clock, log = FakeClock(), []
     lucky, usual = [1.0, 1 / 1.5, 1 / 1.5, 1 / 1.5], [1.0, 1.0, 1.0, 1.0]
     durations = [lucky] * 4 + [usual] * 5
     shared = run_trials({"dram": _scripted(clock, durations, log, "dram")}, {"dram": 30.0}, 9,
                         THREE_CALLS, clock, quantiles={"dram": MEDIAN})["dram"]  # fmt: skip
     assert shared.peak == pytest.approx(30.0)
-    assert TrialRates("dram", shared.rates, UPPER_QUANTILE).peak == pytest.approx(45.0)
+    assert TrialRates("dram", shared.rates, BEST).peak == pytest.approx(45.0)
 
 
 # --- the memory hierarchy ---------------------------------------------------------------------

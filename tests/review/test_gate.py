@@ -308,3 +308,69 @@ def test_a_quality_row_without_a_status_is_not_measured_for_the_gate_or_the_pack
     rows, _, notes = quality_input(report)
     assert [r["workload"] for r in rows] == ["model.toy-decoder.b1s256"]
     assert any("gemm.toy-ffn-up.b1s128 bf16: no status recorded" in n for n in notes)
+
+
+def _device_profile_review(tmp_path, run_fingerprint: dict):
+    """A review whose runs were measured on `run_fingerprint`, naming one device profile."""
+    from reviewkit.bundle import profile as profiles
+
+    review = complete_review()
+    review["runs"]["device_profile"] = "profiles/device.json"
+    path = write_review(tmp_path, review)
+    for run in ("base", "cand"):
+        run_json = tmp_path / "runs" / run / "run.json"
+        doc = json.loads(run_json.read_text())
+        doc["environment"]["fingerprint"] = run_fingerprint
+        run_json.write_text(json.dumps(doc))
+    memory = [{"level": "l1", "capacity_bytes": 32 << 10, "peak": 3e11},
+              {"level": "llc", "capacity_bytes": 32 << 20, "peak": 1.2e11},
+              {"level": "dram", "capacity_bytes": None, "peak": 3e10}]  # fmt: skip
+    calibrated = {
+        "compute": {"fp32": {"peak": 4e11}, "bf16": {"peak": 8e11}},
+        "memory": memory,
+        "bandwidth": {"peak": 3e10},
+        "threads": 2,
+    }
+    doc = profiles.build(
+        calibrated=calibrated,
+        fingerprint=PROFILE_DEVICE,
+        torch_build={"torch_version": "2.13.0+cpu"},
+        device="cpu",
+        device_name="Test CPU",
+        calibration="quick",
+        created_unix_s=1.0,
+        wall_s=20.0,
+    )
+    profiles.save(doc, tmp_path / "profiles" / "device.json")
+    return path, doc
+
+
+PROFILE_DEVICE = {"hash": "feedc0de", "label": "Test CPU · Zen 4 · AVX-512 BF16 · 2 cores"}
+
+
+def test_a_review_device_profile_is_every_runs_denominator(tmp_path):
+    path, profile = _device_profile_review(tmp_path, PROFILE_DEVICE)
+    report = run_check(path)
+    gemm = next(
+        w for w in report.baseline["workloads"] if w["id"].startswith("gemm.toy-ffn-up.b1s128")
+    )
+    # F = 6e8 FLOP at the profile's 4e11 FLOP/s: t_c = 1.5 ms; the bundle's own 2e11 gave 3 ms.
+    assert gemm["compute_time_s"] == pytest.approx(1.5e-3)
+    assert gemm["mfu"] == pytest.approx(1.5e-3 / gemm["stats"]["p50_s"])
+    # 1e7 bytes fit the 32 MiB LLC: t_m = 1e7 / 1.2e11 = 83.3 us.
+    assert gemm["memory_level"] == "llc"
+    assert gemm["memory_time_s"] == pytest.approx(1e7 / 1.2e11)
+    assert report.baseline["ceilings"]["profile"]["hash"] == profile["hash"]
+    assert report.baseline["ceilings"]["profile"]["source"] == "review"
+
+
+def test_a_review_device_profile_of_another_device_is_refused(tmp_path):
+    from reviewkit.common.errors import InputError
+
+    other = {"hash": "0ther", "label": "Test CPU · Zen 3 · AVX2 · 2 cores"}
+    path, _ = _device_profile_review(tmp_path, other)
+    with pytest.raises(InputError) as info:
+        run_check(path)
+    message = str(info.value)
+    assert "runs.baseline" in message and "Zen 3" in message and "Zen 4" in message
+    assert "runs.device_profile" in message

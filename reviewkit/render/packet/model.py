@@ -156,6 +156,19 @@ def _artifacts(report: Report) -> list[dict]:
     return out
 
 
+def _profile_fact(profile: dict) -> str:
+    """Which ceilings the run divides by: the profile's hash and where it came from."""
+    if not profile.get("hash"):
+        return profile.get("reason") or "ceilings calibrated inside the run"
+    where = {
+        "cached": "this device's cached profile",
+        "calibrated": "calibrated for this run and cached",
+        "pinned": "pinned with --device-profile",
+        "review": "the review's runs.device_profile",
+    }.get(str(profile.get("source")), str(profile.get("source")))
+    return f"{profile['hash']} ({where}, {profile.get('calibration')} calibration)"
+
+
 def _environment(label: str, doc: dict) -> dict:
     env, knobs = doc.get("environment", {}), doc.get("knobs", {})
     keys = (
@@ -175,9 +188,16 @@ def _environment(label: str, doc: dict) -> dict:
         "driver",
         "git_commit",
     )
+    facts = [(k, str(env[k])) for k in keys if env.get(k) not in (None, "")]
+    fingerprint = env.get("fingerprint") or {}
+    if fingerprint.get("label"):
+        facts.append(("device fingerprint", f"{fingerprint['label']} ({fingerprint.get('hash')})"))
+    profile = (doc.get("ceilings") or {}).get("profile") or {}
+    if profile:
+        facts.append(("device profile", _profile_fact(profile)))
     return {
         "run": label,
-        "facts": [(k, str(env[k])) for k in keys if env.get(k) not in (None, "")],
+        "facts": facts,
         "knobs": [
             (k, json.dumps(v) if isinstance(v, list | dict) else str(v)) for k, v in knobs.items()
         ],

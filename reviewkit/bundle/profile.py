@@ -84,8 +84,8 @@ def build(
         "interconnect": calibrated.get("interconnect")
         or {
             "available": False,
-            "reason": "one device, no interconnect to measure (collectives are measured under "
-            "torchrun)",
+            "reason": "not measured: a profile covers one device; the link between devices is "
+            "measured by collectives under torchrun, which reviewkit does not run yet",
         },
     }
     doc["hash"] = content_hash(doc)
