@@ -23,6 +23,10 @@ VERSION = 1
 # a `quick` run), never the other way round.
 THOROUGHNESS = ("smoke", "quick", "full")
 CACHE_ENV = "REVIEWKIT_CACHE_DIR"
+# The calibration's kernels and statistics (measure/calibration.py, measure/trials.py): a
+# profile measured by another method is stale even on the same device and torch build. Bump it
+# with any change to what a ceiling means or how it is read from the trials.
+CALIBRATION_METHOD = 3
 
 
 class ProfileError(InputError):
@@ -69,6 +73,7 @@ def build(
     doc = {
         "kind": KIND,
         "version": VERSION,
+        "method": CALIBRATION_METHOD,
         "created_unix_s": round(created_unix_s, 3),
         "calibration": calibration,
         "wall_s": round(wall_s, 3),
@@ -182,6 +187,12 @@ def refusal(doc: dict, path: Path, fingerprint: dict, torch_version: str) -> str
             f"{theirs.get('hash')}), but this is {fingerprint.get('label')} (fingerprint "
             f"{fingerprint.get('hash')}): its ceilings are not this device's. Calibrate here "
             "with `reviewkit calibrate`, or run with --recalibrate"
+        )
+    if doc.get("method") != CALIBRATION_METHOD:
+        return (
+            f"{path}: measured by calibration method {doc.get('method', 1)}, but this reviewkit "
+            f"calibrates by method {CALIBRATION_METHOD} (its kernels or statistics changed). "
+            "Calibrate again with `reviewkit calibrate`, or run with --recalibrate"
         )
     built = doc["torch"].get("torch_version")
     if built != torch_version:

@@ -220,12 +220,14 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     )
     console.print(ceilings_table(doc.get("ceilings") or {}))
     profile = (doc.get("ceilings") or {}).get("profile")
-    if profile:
+    if profile and profile.get("hash"):
         console.print(
-            f"device profile {profile.get('hash')} ({profile.get('source')}, "
+            f"device profile {profile['hash']} ({profile.get('source')}, "
             f"{profile.get('calibration')} calibration)",
             highlight=False,
         )
+    elif profile:
+        console.print(f"ceilings {escape(str(profile.get('reason')))}", highlight=False)
     for note in support_notes(doc):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
     for dtype in doc["knobs"]["dtypes"]:

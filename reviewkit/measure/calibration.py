@@ -40,6 +40,13 @@ GEMM_SIZES = {
     "full": (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096),
 }
 GPU_GEMM_SIZES = (2048, 4096, 8192)
+# Dense convolutions screened beside the GEMMs: a ceiling is the best rate any dense kernel
+# reaches, and oneDNN's direct 3x3 convolution runs a little faster than MKL's GEMM on the
+# project's Zen 4 (202 against 201 GFLOP/s fp32: without it, ResNet convs "beat the roofline").
+# (channels in = out, image side), two per profile: one cache-sized, one larger.
+CONV_SHAPES = {"smoke": ((64, 28),), "quick": ((128, 28), (256, 14)),
+               "full": ((128, 56), (256, 28), (512, 14))}  # fmt: skip
+GPU_CONV_SHAPES = ((256, 56), (512, 28))
 # Both operand layouts: torch.mm(a, b) ("nn") and torch.mm(a, b.t()) ("nt", what nn.Linear
 # runs). Some stacks have a slow path in one layout only (fp16 "nn" on this CPU runs ~10x
 # slower than "nt"), and the ceiling is the best the device reaches, not the worst.
@@ -75,6 +82,12 @@ TRIAL_POLICY = SamplingPolicy(
 # Bytes one memory-stream call moves: large enough that the fixed cost of a torch call (a few
 # microseconds) is under 1% of it even at L1 speed, small enough for trials to stay short.
 STREAM_BYTES_PER_CALL = {"smoke": 8 << 20, "quick": 32 << 20, "full": 64 << 20}
+# A level whose half holds at least this much is measured with a copy (read + write, like the
+# elementwise ops that live there): one call then moves enough that a torch call's fixed cost
+# (a few microseconds) is a few percent of it. On the project's Zen 4 a copy within half the
+# 32 MiB LLC ran at 168 GB/s where the read stream read 115-145, and a residual add there beat
+# the stream's figure. Smaller levels (L1, L2) need the stream, which loops inside one call.
+COPY_MIN_WORKING_SET = 8 << 20
 # Main memory: a copy of a buffer several times the last-level cache, so no pass finds it
 # resident; at least this much.
 DRAM_COPY_MIN_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
@@ -150,8 +163,9 @@ class Screen:
 
     def method(self, trials: int, winner: str | None) -> str:
         text = (
-            f"torch.mm over square sizes {list(self.sizes)} in layouts {'/'.join(GEMM_LAYOUTS)}: "
-            f"a screen, then {trials} interleaved trials of the best {len(self.finalists)} "
+            f"torch.mm over square sizes {list(self.sizes)} in layouts {'/'.join(GEMM_LAYOUTS)} "
+            f"and 3x3 convolutions: a screen, then {trials} interleaved trials of the best "
+            f"{len(self.finalists)} "
             f"({', '.join(self.finalists) or '-'}), fresh buffers each trial; each trial's rate "
             f"at its fastest call, the ceiling the best trial; best at {winner or '-'}"
             f"{self.failure}"
@@ -194,8 +208,38 @@ def screen_compute(
             layout_rate[layout] = max(rate, layout_rate.get(layout, 0.0))
         if failure:
             break
+    convs = GPU_CONV_SHAPES if device.type != "cpu" else CONV_SHAPES[profile]
+    for channels, side in convs:
+        config = f"conv3x3 c={channels} {side}x{side}"
+        flops = 2.0 * channels * channels * 9 * side * side
+        maker = conv_maker(channels, side, dtype, device)
+        try:
+            result = collect_samples(maker(), SCREEN_POLICY, clock)
+        except (RuntimeError, NotImplementedError) as exc:
+            failure += f"; {config} not screened: {first_line(exc)}"
+            break
+        screened[config] = flops / fastest_s(result.samples_s or result.warmup_samples_s)
+        makers[config] = (maker, flops)
     finalists = sorted(screened, key=screened.__getitem__, reverse=True)[:FINALISTS]
     return Screen(dtype, {c: makers[c] for c in finalists}, tuple(sizes), tuple(stopped), failure)
+
+
+def conv_maker(channels: int, side: int, dtype: str, device: torch.device) -> Maker:
+    """Builds one timed 3x3 convolution, `channels` in and out, on a side x side image."""
+
+    def make() -> Callable[[], float]:
+        gen = torch.Generator().manual_seed(kernels.INPUT_SEED)
+        tdt = kernels.TORCH_DTYPES[dtype]
+        x = torch.randn(1, channels, side, side, generator=gen).to(device=device, dtype=tdt)
+        w = torch.randn(channels, channels, 3, 3, generator=gen).to(device=device, dtype=tdt)
+
+        def conv() -> None:
+            with torch.inference_mode():
+                torch.nn.functional.conv2d(x, w, padding=1)
+
+        return device_timed(conv, device)
+
+    return make
 
 
 def stream_maker(
@@ -254,7 +298,13 @@ def memory_plan(
     plan: dict[str, tuple[Maker, float, str]] = {}
     for level in levels:
         ws = level.calibration_bytes
-        if ws is not None:
+        if ws is not None and ws >= COPY_MIN_WORKING_SET:
+            maker, nbytes = copy_maker(ws // 2, device)
+            method = (
+                f"tensor.copy_ of a {_size(ws // 2)} buffer into another ({_size(ws)}, half the "
+                f"{_size(level.capacity_bytes)} level), bytes read + written"
+            )
+        elif ws is not None:
             maker, nbytes = stream_maker(ws, STREAM_BYTES_PER_CALL[profile], device)
             method = (
                 f"read stream: sum over a {_size(ws)} buffer (half the "

@@ -15,6 +15,7 @@ from reviewkit.measure.device import device_fingerprint, device_name, torch_buil
 from reviewkit.suite import workloads as suite
 
 CACHED, CALIBRATED, PINNED = "cached", "calibrated", "pinned"
+CACHED_PROFILE = "the cached device profile"
 
 
 @dataclass(frozen=True)
@@ -97,19 +98,21 @@ def obtain(
         for path in profiles.candidates(device.type, fp["hash"], calibration):
             if not path.exists():
                 continue
+            # Said without the path: it is the user's cache folder, and the reason travels in
+            # the bundle to reviewers.
             try:
                 doc = profiles.load(path)
             except profiles.ProfileError as exc:
-                renewed = str(exc)
+                renewed = str(exc).replace(str(path), CACHED_PROFILE)
                 continue
             why = profiles.refusal(doc, path, fp, version)
             if why:
-                renewed = why
+                renewed = why.replace(str(path), CACHED_PROFILE)
                 continue
             missing = profiles.missing_dtypes(doc, wanted)
             if missing:
                 keep = list(doc["compute"])
-                renewed = f"{path}: has no {', '.join(missing)} ceiling"
+                renewed = f"{CACHED_PROFILE}: has no {', '.join(missing)} ceiling"
                 continue
             return Obtained(doc, CACHED, path)
     else:

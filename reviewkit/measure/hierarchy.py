@@ -21,8 +21,11 @@ class MemoryLevel:
     # Bytes the level holds, as the OS (or the GPU's properties) reports it for one core / one
     # device; None for main memory, which holds every working set.
     capacity_bytes: int | None
-    # Shared with other cores and tenants (a cloud CPU's LLC and DRAM): its bandwidth moves
-    # with the neighbours' load, both ways (measure/trials.py says what that changes).
+    # Bandwidth drawn from a pool shared with other tenants (a cloud CPU's DRAM: the memory
+    # controllers serve every core of the socket), so it moves with the neighbours' load both
+    # ways (measure/trials.py says what that changes). A cache's bandwidth is each core's own
+    # path to it; neighbours reach it only through its capacity (evicting our lines), which
+    # only ever slows us: not shared in this sense, even for the LLC.
     shared: bool = False
 
     @property
@@ -41,9 +44,9 @@ def cpu_levels(caches_bytes: dict[str, int]) -> list[MemoryLevel]:
     if caches_bytes.get("L3"):
         if caches_bytes.get("L2"):
             levels.append(MemoryLevel(L2, caches_bytes["L2"]))
-        levels.append(MemoryLevel(LLC, caches_bytes["L3"], shared=True))
+        levels.append(MemoryLevel(LLC, caches_bytes["L3"]))
     elif caches_bytes.get("L2"):  # no L3 (many ARM parts): the L2 is the last level
-        levels.append(MemoryLevel(LLC, caches_bytes["L2"], shared=True))
+        levels.append(MemoryLevel(LLC, caches_bytes["L2"]))
     levels.append(MemoryLevel(DRAM, None, shared=True))
     return levels
 

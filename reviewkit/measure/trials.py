@@ -23,14 +23,16 @@ from reviewkit.measure.timing import Clock, SamplingPolicy, collect_samples
 # interference only ever slows a call (a preempted core, a neighbour's traffic), so a trial is
 # rated at its fastest call. Across trials the machine's state moves for seconds at a time, and
 # how to read that depends on whom the resource belongs to:
-# - a private resource (a core's FMA units, its L1 and L2; a whole GPU) is only ever taken
-#   away, never lent more than it has: the ceiling is the best trial. Its spread between
-#   processes was 1-5% for fp32 and bf16 GEMM in two sessions, against 6-20% for medians of
-#   trials or of all calls and 3-12% for the 0.75 quantile of trials;
-# - a resource shared with other tenants (the LLC and DRAM of a cloud CPU) is sometimes given
-#   more: one process's first five trials saw 50 GB/s of DRAM copy while neighbours idled,
-#   against 33 GB/s otherwise. What a workload can count on is the typical share: the median of
-#   the trials (8-10% spread where the best trial spread 40-50%).
+# - a resource of our own (a core's FMA units; its path to L1, L2 and the LLC; a whole GPU) is
+#   only ever taken away, never lent more than it has: the ceiling is the best trial. Its
+#   spread between processes was 1-5% for fp32 and bf16 GEMM in two sessions, against 6-20%
+#   for medians of trials or of all calls and 3-12% for the 0.75 quantile of trials; for the
+#   LLC stream 6-10%, as for its median. It is also what a roofline needs: a bound no call
+#   beats (a median LLC figure from a noisy minute let a 22 MB row sum "beat the roofline");
+# - a pool shared with other tenants (a cloud CPU's DRAM bandwidth) is sometimes lent more:
+#   one process's first five trials saw 50 GB/s of DRAM copy while neighbours idled, against
+#   33 GB/s otherwise. What a workload can count on is the typical share: the median of the
+#   trials (8-10% spread where the best trial spread 40-50%).
 BEST = 1.0
 MEDIAN = 0.5
 

@@ -138,7 +138,8 @@ def test_cpu_levels_from_sysfs_cache_sizes():
     ]  # fmt: skip
     # Streams sized to half of each cache: 16 KiB, 256 KiB, 16 MiB; DRAM has no size.
     assert [lv.calibration_bytes for lv in levels] == [16 << 10, 256 << 10, 16 << 20, None]
-    assert [lv.shared for lv in levels] == [False, False, True, True]
+    # Only DRAM's bandwidth is a pool shared with other tenants; a cache is each core's own.
+    assert [lv.shared for lv in levels] == [False, False, False, True]
     # No L3: the L2 is the last level.
     arm = hierarchy.cpu_levels(NEOVERSE_N1_NO_L3)
     assert [(lv.name, lv.capacity_bytes) for lv in arm] == [
@@ -229,6 +230,10 @@ def _profile(fingerprint=HERE, torch_version=torch.__version__, dtypes=("fp32",)
     )
 
 
+def _rehashed(doc: dict) -> dict:
+    return {**doc, "hash": profiles.content_hash(doc)}
+
+
 @pytest.fixture
 def here(monkeypatch, tmp_path):
     """This machine is HERE; the cache is a temporary folder; calibrating records its call."""
@@ -279,6 +284,7 @@ def test_a_more_thorough_profile_serves_a_lighter_run_not_the_reverse(here):
     [
         (_profile(fingerprint=ELSEWHERE), "fingerprint bbbb2222"),
         (_profile(torch_version="2.0.0"), "taken under torch 2.0.0, older than this torch"),
+        (_rehashed({**_profile(), "method": 1}), "calibration method 1, but this reviewkit"),
     ],
 )
 def test_stale_or_foreign_cached_profiles_are_measured_again(here, stored, reason):
@@ -311,7 +317,8 @@ def test_a_corrupt_cached_profile_is_recalibrated_never_a_crash(here, text, reas
     path.write_text(text)
     got = obtaining.obtain(CPU, ["fp32"], "quick")
     assert got.source == "calibrated"
-    assert str(path) in got.renewed_because and reason in got.renewed_because
+    assert "the cached device profile" in got.renewed_because and reason in got.renewed_because
+    assert str(path) not in got.renewed_because  # the user's cache folder stays out of bundles
 
 
 def test_a_dtype_missing_from_the_cache_is_measured_with_the_ones_it_had(here):
