@@ -85,6 +85,10 @@ def build(
         "datasheet_entry": calibrated.get("datasheet_entry"),
         "compute": calibrated["compute"],
         "memory": calibrated["memory"],
+        # the same ceilings keyed by level name, for a reader (or jq) that wants `dram` or `l2`
+        "bandwidth_by_level_bytes_per_s": {
+            level["level"]: level["peak"] for level in calibrated["memory"]
+        },
         "bandwidth": calibrated["bandwidth"],
         "interconnect": calibrated.get("interconnect")
         or {

@@ -267,6 +267,9 @@ def test_first_run_calibrates_and_caches_then_the_next_reuses(here):
     assert second.doc["hash"] == first.doc["hash"]
     ceilings = second.ceilings()
     assert ceilings["profile"]["hash"] == first.doc["hash"]
+    # keys a reader can find: the fp32 peak, and DRAM by name
+    assert second.doc["compute"]["fp32"]["peak"] == 1e11
+    assert second.doc["bandwidth_by_level_bytes_per_s"] == {"l1": 2e11, "dram": 3e10}
     assert ceilings["profile"]["path"] is None  # the user's cache folder stays out of bundles
     assert ceilings["memory"][-1]["level"] == "dram"
 
