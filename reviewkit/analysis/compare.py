@@ -10,6 +10,7 @@ import numpy as np
 
 from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
+    CALL_PAIRED,
     EQUIVALENT,
     FASTER,
     INCONCLUSIVE,
@@ -18,6 +19,8 @@ from reviewkit.analysis.stats import (
     T_INTERVAL,
     RatioInterval,
     benjamini_hochberg,
+    call_paired_interval,
+    call_paired_log_ratios,
     hierarchical_draws,
     interval,
     p_beyond,
@@ -25,6 +28,7 @@ from reviewkit.analysis.stats import (
     round_draws,
     round_quantile,
     split_rounds,
+    split_rounds_in_order,
     three_way_verdict,
 )
 from reviewkit.bundle.run import STATUS_OK, device_name
@@ -265,6 +269,23 @@ def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]]
 
 
 PAIRED, INDEPENDENT = "rounds paired (interleaved A/B)", "independent runs"
+CALLS_PAIRED = (
+    "rounds and calls paired (interleaved A/B: a median's ratio is taken call by call, each "
+    "call beside its neighbour of the other side)"
+)
+
+
+# The pairing record's word for an A/B whose two sides alternated call by call within each
+# round (measure/ab.py writes it): only then are the i-th calls of the two sides neighbours.
+CALLS_ALTERNATED = "alternated"
+
+
+def calls_paired(base_doc: dict, cand_doc: dict) -> bool:
+    """An interleaved A/B whose calls alternated: the median's ratio is then taken call by
+    call (stats.call_paired_log_ratios)."""
+    return paired_design(base_doc, cand_doc) and all(
+        (d.get("pairing") or {}).get("calls") == CALLS_ALTERNATED for d in (base_doc, cand_doc)
+    )
 
 
 def paired_design(base_doc: dict, cand_doc: dict) -> bool:
@@ -401,6 +422,7 @@ def compare(
     interleaved A/B resampled in pairs. A ratio is `faster`/`slower` only beyond the margin."""
     pairs, mode, warnings = _pairs(base_doc, cand_doc)
     paired = paired_design(base_doc, cand_doc)
+    by_call = calls_paired(base_doc, cand_doc)
     same_device = _same_device(base_doc, cand_doc)
     different = _fingerprint_warning(base_doc, cand_doc)
     if different:
@@ -448,6 +470,13 @@ def compare(
         intervals = {
             q: interval_of(ratio[q], draws[q][0], draws[q][1], rounds, in_pairs) for q in QUANTILES
         }
+        if by_call and in_pairs:
+            log_ratios = call_paired_log_ratios(
+                split_rounds_in_order(b["samples_s"], b.get("round_sizes")),
+                split_rounds_in_order(c["samples_s"], c.get("round_sizes")),
+            )
+            if len(log_ratios) >= 2:
+                ratio[0.5], intervals[0.5] = call_paired_interval(log_ratios)
         ci = {q: intervals[q].ci for q in QUANTILES}
         verdict = three_way_verdict(ci[0.5], margin)
         half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2)
@@ -502,8 +531,8 @@ def compare(
         workloads=tuple(rows),
         layer_types=tuple(layers),
         margins=margins,
-        design=(PAIRED if paired else INDEPENDENT)
-        + ("" if methods <= {T_INTERVAL} else f"; {PERCENTILE}"),
+        design=(CALLS_PAIRED if by_call else PAIRED if paired else INDEPENDENT)
+        + ("" if methods <= {T_INTERVAL, CALL_PAIRED} else f"; {PERCENTILE}"),
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=_denominator(base_doc, cand_doc, same_device),

@@ -197,6 +197,7 @@ class RatioInterval:
 
 
 T_INTERVAL = "t on the rounds (hierarchical bootstrap variance, Welch df)"
+CALL_PAIRED = "t on the rounds of call-paired ratios (each call beside its neighbour)"
 PERCENTILE = "percentile bootstrap of the samples (one round: run-to-run variation not in it)"
 
 
@@ -223,6 +224,54 @@ def ratio_interval(
     centre = float(np.log(point))
     return RatioInterval(float(np.exp(centre - half)), float(np.exp(centre + half)), se, df,
                          T_INTERVAL)  # fmt: skip
+
+
+def split_rounds_in_order(
+    samples_s: Sequence[float], round_sizes: Sequence[int] | None
+) -> list[np.ndarray]:
+    """The samples of each round in the order they were taken (`split_rounds` sorts them)."""
+    data = np.asarray(samples_s, dtype=float)
+    sizes = [int(n) for n in round_sizes or () if n > 0] or [data.size]
+    if sum(sizes) != data.size:
+        raise ValueError(f"round sizes {sizes} do not add up to {data.size} samples")
+    return list(np.split(data, np.cumsum(sizes)[:-1]))
+
+
+def call_paired_log_ratios(
+    base_rounds: Sequence[np.ndarray], cand_rounds: Sequence[np.ndarray]
+) -> np.ndarray:
+    """Per round, the median over i of log(cand_i / base_i), where the i-th calls of the two
+    sides ran back to back (an interleaved A/B alternates them A B, B A, ...). A drift of the
+    machine within a round reaches both calls of a pair alike and cancels in their ratio, as
+    the rounds' pairing cancels a drift between rounds. Rounds where a side took no call are
+    left out."""
+    out = []
+    for b, c in zip(base_rounds, cand_rounds, strict=False):
+        k = min(len(b), len(c))
+        if k:
+            out.append(float(np.median(np.log(c[:k] / b[:k]))))
+    return np.asarray(out)
+
+
+def call_paired_interval(
+    log_ratios: np.ndarray, confidence: float = CONFIDENCE
+) -> tuple[float, RatioInterval]:
+    """(point, interval) of the median ratio from per-round call-paired log ratios: the
+    geometric mean over rounds, with a t interval on the rounds (R - 1 degrees of freedom).
+    Each round's value already carries that round's sampling noise, so the spread between
+    rounds is the whole uncertainty (Student's paired design); no bootstrap is needed."""
+    from scipy.special import stdtrit
+
+    rounds = len(log_ratios)
+    centre = float(np.mean(log_ratios))
+    point = float(np.exp(centre))
+    se = float(np.std(log_ratios, ddof=1) / np.sqrt(rounds))
+    if se == 0:
+        return point, RatioInterval(point, point, 0.0, rounds - 1, CALL_PAIRED)
+    half = float(stdtrit(rounds - 1, 0.5 + confidence / 2)) * se
+    interval = RatioInterval(float(np.exp(centre - half)), float(np.exp(centre + half)), se,
+                             float(rounds - 1), CALL_PAIRED)  # fmt: skip
+    return point, interval
 
 
 def p_beyond(

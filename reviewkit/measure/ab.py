@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from reviewkit.analysis.compare import slice_key
+from reviewkit.analysis.compare import CALLS_ALTERNATED, slice_key
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
@@ -256,6 +256,9 @@ def ab(
         "measured under both mappings back to back, the first side alternating by round",
         "rounds": plan.rounds,
         "seed": plan.seed,
+        # within each round the two sides' calls alternate A B, B A, ... (timing.py): the i-th
+        # calls of the two sides are neighbours, which compare pairs
+        "calls": CALLS_ALTERNATED,
         "aa": identical,
         "settings": {BASELINE: request.baseline, CANDIDATE: request.candidate},
     }

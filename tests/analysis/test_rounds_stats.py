@@ -209,3 +209,67 @@ def test_the_interval_on_five_paired_rounds_by_hand():
     low, high = w.median_ratio_ci
     assert low == pytest.approx(0.902, abs=0.012) and high == pytest.approx(1.103, abs=0.012)
     assert w.verdict == INCONCLUSIVE  # 1 +/- 0.1 crosses the 5% margin
+
+
+def test_call_paired_ratios_by_hand():
+    """Three rounds; within each, the candidate's i-th call is 1.1x the baseline's i-th call
+    times a per-round wobble (0.99, 1.0, 1.01), while both sides drift 1 -> 4 within the round.
+    Each round's median log ratio is log(1.1) + log(wobble); the drift cancels call by call.
+    Mean over rounds: log 1.1 + (log 0.99 + log 1.01) / 3 = log 1.1 - 0.0000333; their sample
+    standard deviation is 0.0100003 (logs -0.0100503, 0, 0.0099503), so the standard error is
+    0.0057737 and with t(0.975, 2 df) = 4.302653 the half-width is 0.024842."""
+    from reviewkit.analysis.stats import CALL_PAIRED, call_paired_interval, call_paired_log_ratios
+
+    base = [np.array([1.0, 2.0, 3.0, 4.0])] * 3
+    cand = [b * 1.1 * wobble for b, wobble in zip(base, (0.99, 1.0, 1.01), strict=True)]
+    logs = call_paired_log_ratios(base, cand)
+    assert logs == pytest.approx(np.log(1.1) + np.log([0.99, 1.0, 1.01]))
+    point, interval = call_paired_interval(logs)
+    centre = np.log(1.1) + (np.log(0.99) + np.log(1.01)) / 3
+    assert point == pytest.approx(np.exp(centre))
+    assert interval.ci == pytest.approx((np.exp(centre - 0.024842), np.exp(centre + 0.024842)),
+                                        rel=1e-5)  # fmt: skip
+    assert interval.df == 2 and interval.method == CALL_PAIRED
+    # A round where one side took no call is left out; unequal counts pair the first k calls.
+    assert len(call_paired_log_ratios([np.array([1.0]), np.array([])], [np.array([1.1])] * 2)) == 1
+
+
+def _alternated_pair(seed: int, effect: float, shared_sd: float, rounds: int = 10, n: int = 40):
+    """An interleaved A/B on a fake clock: in each round both sides' calls alternate; the i-th
+    calls of the two sides run in the same machine state (a factor with `shared_sd` spread,
+    drawn per pair of neighbouring calls: a burst of a neighbour's traffic, a preemption) and
+    each call has 1% noise of its own."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    states = [np.exp(rng.normal(0, shared_sd, n)) for _ in range(rounds)]
+    for side, factor in (("baseline", 1.0), ("candidate", effect)):
+        samples = [x for state in states for x in factor * state * (1 + rng.normal(0, 0.01, n))]
+        doc = {
+            "suite": {"hash": "h"},
+            "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
+            "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
+            "pairing": {"id": "p", "side": side, "calls": "alternated"},
+            "workloads": [{"id": "gemm.a.fp32", "layer_type": "gemm", "dtype": "fp32",
+                           "status": "ok", "flops": 1e6, "bytes": 1e6, "samples_s": samples,
+                           "round_sizes": [n] * rounds, "params": {}, "reproduce": ""}],
+        }  # fmt: skip
+        docs.append(analyse_run(doc))
+    return docs
+
+
+def test_alternated_calls_cancel_the_state_neighbouring_calls_share():
+    """Neighbouring calls share the machine's state (30% spread from pair to pair): each side's
+    round median carries that noise, which resampling each side's samples on its own counts
+    twice; the call pairs cancel it. An A/A is equivalent and a 10% slowdown slower, every
+    time; without the call pairing the same data leaves most slowdowns inconclusive."""
+    without = 0
+    for seed in range(20):
+        aa = compare(*_alternated_pair(seed, 1.0, 0.3), margins=MARGINS)
+        assert aa.design.startswith("rounds and calls paired")
+        assert [w.verdict for w in aa.workloads] == [EQUIVALENT]
+        slow_docs = _alternated_pair(seed + 100, 1.1, 0.3)
+        assert [w.verdict for w in compare(*slow_docs, margins=MARGINS).workloads] == [SLOWER]
+        for doc in slow_docs:
+            doc["pairing"].pop("calls")
+        without += compare(*slow_docs, margins=MARGINS).workloads[0].verdict == SLOWER
+    assert without <= 5

@@ -60,11 +60,12 @@ def test_an_interleaved_run_pairs_two_ordinary_bundles(tmp_path):
     assert base["pairing"]["id"] == cand["pairing"]["id"] == pairing["id"]
     assert (base["pairing"]["side"], cand["pairing"]["side"]) == ("baseline", "candidate")
     assert pairing["aa"] is False and pairing["rounds"] == 3
+    assert pairing["calls"] == "alternated"  # what lets compare pair the calls
     for b, c in zip(base["workloads"], cand["workloads"], strict=True):
         assert b["id"] == c["id"] and b["status"] == c["status"] == "ok"
         assert len(b["round_sizes"]) == len(c["round_sizes"]) == 3
     comp = compare(analyse_run(base), analyse_run(cand))
-    assert comp.design.startswith("rounds paired")
+    assert comp.design.startswith("rounds and calls paired")
     assert [k.knob for k in comp.knob_changes] == ["threads"]
     assert sum(label.startswith("round ") for label in order) == 3 * len(base["workloads"])
 
@@ -88,7 +89,7 @@ def test_cli_writes_the_bundles_and_the_pairing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "A/A: the two sides are the same mapping" in done.stderr
     summary = json.loads(done.stdout)
-    assert summary["comparison"]["design"].startswith("rounds paired")
+    assert summary["comparison"]["design"].startswith("rounds and calls paired")
     pairing = json.loads((out / "pairing.json").read_text())
     assert pairing["aa"] is True and pairing["baseline"] == "baseline/run.json"
     assert load_run(out / "baseline")["pairing"]["id"] == pairing["id"]
