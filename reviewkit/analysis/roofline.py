@@ -15,7 +15,8 @@ OVERHEAD_BOUND_FRACTION = 0.5
 COMPUTE_BOUND = "compute-bound"
 MEMORY_BOUND = "memory-bound"
 OVERHEAD_BOUND = "overhead-bound"
-BOTTLENECKS = (COMPUTE_BOUND, MEMORY_BOUND, OVERHEAD_BOUND)
+COMMUNICATION_BOUND = "communication-bound"
+BOTTLENECKS = (COMPUTE_BOUND, MEMORY_BOUND, OVERHEAD_BOUND, COMMUNICATION_BOUND)
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
 TAIL_RISK = "tail-risk"
 NOISY = "noisy"  # IQR / median above stats.NOISE_IQR_OVER_MEDIAN
@@ -40,6 +41,10 @@ class Roofline:
     overhead_fraction: float
     bottleneck: str
     faster_than_roofline: bool
+    # design.md, "Communication": t_comm = bytes on the wire / interconnect bandwidth, on the
+    # critical path after compute; zero for a single-process workload.
+    communication_time_s: float = 0.0
+    communication_fraction: float = 0.0
 
     @property
     def stall_time_s(self) -> float:
@@ -49,9 +54,16 @@ class Roofline:
         return asdict(self)
 
 
-def classify(compute_time_s: float, memory_time_s: float, overhead_fraction: float) -> str:
+def classify(
+    compute_time_s: float,
+    memory_time_s: float,
+    overhead_fraction: float,
+    communication_time_s: float = 0.0,
+) -> str:
     if overhead_fraction >= OVERHEAD_BOUND_FRACTION:
         return OVERHEAD_BOUND
+    if communication_time_s > max(compute_time_s, memory_time_s):
+        return COMMUNICATION_BOUND
     if memory_time_s > compute_time_s:
         return MEMORY_BOUND
     return COMPUTE_BOUND
@@ -63,16 +75,21 @@ def roofline(
     time_s: float,
     peak_flops_per_s: float,
     peak_bytes_per_s: float,
+    communication_time_s: float = 0.0,
 ) -> Roofline:
-    """design.md's table, term by term. Fractions are clamped when t < max(t_c, t_m)."""
+    """design.md's table, term by term. Fractions are clamped when t < max(t_c, t_m) (+ t_comm
+    for a multi-rank workload, whose communication follows its compute on the critical path):
+    compute, memory-stall, communication and overhead then still sum to 1."""
     if time_s <= 0:
         raise ValueError(f"measured time must be positive, got {time_s}")
     t = time_s
     t_c = flops / peak_flops_per_s
     t_m = bytes_moved / peak_bytes_per_s
+    t_comm = communication_time_s
     compute = min(t_c, t) / t
     stall = max(0.0, min(t_m, t) - t_c) / t
-    overhead = max(0.0, t - max(t_c, t_m)) / t
+    communication = max(0.0, min(t_comm, t - max(t_c, t_m))) / t
+    overhead = max(0.0, t - max(t_c, t_m) - t_comm) / t
     return Roofline(
         time_s=t,
         compute_time_s=t_c,
@@ -85,8 +102,10 @@ def roofline(
         compute_fraction=compute,
         memory_stall_fraction=stall,
         overhead_fraction=overhead,
-        bottleneck=classify(t_c, t_m, overhead),
-        faster_than_roofline=t < max(t_c, t_m),
+        bottleneck=classify(t_c, t_m, overhead, t_comm),
+        faster_than_roofline=t < max(t_c, t_m) + t_comm,
+        communication_time_s=t_comm,
+        communication_fraction=communication,
     )
 
 
@@ -115,6 +134,7 @@ class LayerAggregate:
     bottleneck: str
     # Workloads whose time beat the roofline: an MFU above 100% here comes from them.
     faster_than_roofline: int = 0
+    communication_fraction: float = 0.0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,6 +154,8 @@ def aggregate(rows: Iterable[tuple[str, Roofline]]) -> dict[str, LayerAggregate]
         compute = sum(r.compute_fraction * r.time_s for r in rs) / t
         stall = sum(r.stall_time_s for r in rs) / t
         overhead = sum(r.overhead_fraction * r.time_s for r in rs) / t
+        communication = sum(r.communication_fraction * r.time_s for r in rs) / t
+        t_comm = sum(r.communication_time_s for r in rs)
         out[layer_type] = LayerAggregate(
             workloads=len(rs),
             time_s=t,
@@ -142,8 +164,9 @@ def aggregate(rows: Iterable[tuple[str, Roofline]]) -> dict[str, LayerAggregate]
             overhead_fraction=overhead,
             compute_fraction=compute,
             time_share=t / total_s,
-            bottleneck=classify(t_c, t_m, overhead),
+            bottleneck=classify(t_c, t_m, overhead, t_comm),
             faster_than_roofline=sum(r.faster_than_roofline for r in rs),
+            communication_fraction=communication,
         )
     return out
 
