@@ -119,5 +119,10 @@ def obtain(
         renewed = "--recalibrate"
     everything = sorted({*wanted, *keep}, key=suite.DTYPES.index)
     doc = new_profile(device, everything, calibration, on_step)
-    path = profiles.save(doc, profiles.cache_path(device.type, fp["hash"], calibration))
+    try:
+        path = profiles.save(doc, profiles.cache_path(device.type, fp["hash"], calibration))
+    except profiles.ProfileError as exc:
+        # A cache that cannot be written costs the next run a calibration, never this run.
+        on_step(f"device profile not cached: {exc}")
+        return Obtained(doc, CALIBRATED, None, renewed)
     return Obtained(doc, CALIBRATED, path, renewed)

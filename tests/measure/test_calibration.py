@@ -361,3 +361,14 @@ def test_a_pinned_profile_is_used_as_is_or_refused_with_the_remedy(here, tmp_pat
         obtaining.obtain(CPU, ["fp16"], "quick", pinned=good)
     with pytest.raises(profiles.ProfileError, match="no such device profile"):
         obtaining.obtain(CPU, ["fp32"], "quick", pinned=tmp_path / "absent.json")
+
+
+def test_a_cache_that_cannot_be_written_costs_a_calibration_never_the_run(here, monkeypatch,
+                                                                          tmp_path):  # fmt: skip
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go\n")
+    monkeypatch.setenv(profiles.CACHE_ENV, str(blocker))
+    steps = []
+    got = obtaining.obtain(CPU, ["fp32"], "quick", on_step=steps.append)
+    assert got.source == "calibrated" and got.path is None
+    assert any("not cached" in s and "cannot write the device profile" in s for s in steps)
