@@ -60,6 +60,10 @@ def new_profile(
     )
 
 
+def _pinned_remedy(message: str) -> str:
+    return message.replace(", or run with --recalibrate", ", or drop --device-profile")
+
+
 def obtain(
     device: torch.device,
     dtypes: Sequence[str],
@@ -79,10 +83,14 @@ def obtain(
     version = torch.__version__
     wanted = sorted(set(dtypes), key=suite.DTYPES.index)
     if pinned is not None:
-        doc = profiles.load(pinned)
+        # --recalibrate does not apply to a pinned profile: the remedy is another file, or none.
+        try:
+            doc = profiles.load(pinned)
+        except profiles.ProfileError as exc:
+            raise profiles.ProfileError(_pinned_remedy(str(exc))) from None
         why = profiles.refusal(doc, pinned, fp, version)
         if why:
-            raise profiles.ProfileError(why)
+            raise profiles.ProfileError(_pinned_remedy(why))
         missing = profiles.missing_dtypes(doc, wanted)
         if missing:
             raise profiles.ProfileError(

@@ -350,7 +350,8 @@ def test_a_pinned_profile_is_used_as_is_or_refused_with_the_remedy(here, tmp_pat
         obtaining.obtain(CPU, ["fp32"], "quick", pinned=foreign)
     message = str(info.value)
     assert str(foreign) in message and "Zen 5" in message and "Zen 3" in message
-    assert "reviewkit calibrate" in message
+    assert "reviewkit calibrate" in message and "drop --device-profile" in message
+    assert "--recalibrate" not in message  # which a pinned profile ignores
 
     old = tmp_path / "old.json"
     profiles.save(_profile(torch_version="2.0.0"), old)
