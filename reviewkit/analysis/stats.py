@@ -128,11 +128,7 @@ def quantile_draws(sorted_values: np.ndarray, q: float, u: np.ndarray) -> np.nda
 
 def split_rounds(samples_s: Sequence[float], round_sizes: Sequence[int] | None) -> list[np.ndarray]:
     """The samples of each round, sorted (one round when the bundle records none)."""
-    data = np.asarray(samples_s, dtype=float)
-    sizes = [int(n) for n in round_sizes or () if n > 0] or [data.size]
-    if sum(sizes) != data.size:
-        raise ValueError(f"round sizes {sizes} do not add up to {data.size} samples")
-    return [np.sort(part) for part in np.split(data, np.cumsum(sizes)[:-1])]
+    return [np.sort(part) for part in split_rounds_in_order(samples_s, round_sizes)]
 
 
 def round_quantile(rounds: Sequence[np.ndarray], q: float) -> float:
@@ -229,7 +225,8 @@ def ratio_interval(
 def split_rounds_in_order(
     samples_s: Sequence[float], round_sizes: Sequence[int] | None
 ) -> list[np.ndarray]:
-    """The samples of each round in the order they were taken (`split_rounds` sorts them)."""
+    """The samples of each round in the order they were taken (one round when the bundle
+    records none)."""
     data = np.asarray(samples_s, dtype=float)
     sizes = [int(n) for n in round_sizes or () if n > 0] or [data.size]
     if sum(sizes) != data.size:

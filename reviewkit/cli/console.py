@@ -11,7 +11,7 @@ from rich.table import Table
 
 from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
-from reviewkit.common.format import MISSING, change_ci, pct
+from reviewkit.common.format import MISSING, binary_size, change_ci, pct
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
@@ -40,12 +40,7 @@ def _interval(v: dict, scale: float) -> str:
 
 
 def _capacity(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "any size"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            return f"≤ {nbytes / (1 << shift):.3g} {unit}"
-    return f"≤ {nbytes} B"
+    return "any size" if nbytes is None else f"≤ {binary_size(nbytes)}"
 
 
 def ceilings_table(c: dict, title: str = "Ceilings") -> Table:

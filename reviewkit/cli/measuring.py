@@ -13,6 +13,17 @@ from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
+# run and ab take the same device-profile options
+DEVICE_PROFILE_OPTION = typer.Option(
+    None,
+    "--device-profile",
+    help="divide by this device profile (from `reviewkit calibrate --out`) instead of the "
+    "cached one; refused when taken on another device or torch build",
+)
+RECALIBRATE_OPTION = typer.Option(
+    False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
+)
+
 
 @_user_errors
 def run(
@@ -27,15 +38,8 @@ def run(
         "(default: smoke 2, quick 5, full 10)",
     ),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
-    device_profile: Path | None = typer.Option(
-        None,
-        "--device-profile",
-        help="divide by this device profile (from `reviewkit calibrate --out`) instead of the "
-        "cached one; refused when taken on another device or torch build",
-    ),
-    recalibrate: bool = typer.Option(
-        False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
-    ),
+    device_profile: Path | None = DEVICE_PROFILE_OPTION,
+    recalibrate: bool = RECALIBRATE_OPTION,
     out: Path | None = typer.Option(
         None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
     ),
@@ -88,15 +92,8 @@ def ab(
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
     rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 10, full 10)"),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
-    device_profile: Path | None = typer.Option(
-        None,
-        "--device-profile",
-        help="divide by this device profile (from `reviewkit calibrate --out`) instead of the "
-        "cached one; refused when taken on another device or torch build",
-    ),
-    recalibrate: bool = typer.Option(
-        False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
-    ),
+    device_profile: Path | None = DEVICE_PROFILE_OPTION,
+    recalibrate: bool = RECALIBRATE_OPTION,
     out: Path = typer.Option(
         ..., help="folder for baseline/run.json, candidate/run.json and pairing.json"
     ),

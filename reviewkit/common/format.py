@@ -1,4 +1,5 @@
-"""The one set of number formatters for terminal, gate messages and packet: percent, ratio, ms."""
+"""The one set of number formatters for terminal, gate messages and packet: percent, ratio, ms,
+sizes."""
 
 from __future__ import annotations
 
@@ -36,3 +37,12 @@ def ms(x_ms: float | None) -> str:
     if x_ms is None:
         return MISSING
     return f"{x_ms:.3g}" if x_ms < 1000 else f"{x_ms:,.0f}"
+
+
+def binary_size(nbytes: int) -> str:
+    """Bytes in binary units, whole where exact: 32768 -> "32 KiB", 1572864 -> "1.5 MiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            value = nbytes / (1 << shift)
+            return f"{value:.0f} {unit}" if value == round(value) else f"{value:.3g} {unit}"
+    return f"{nbytes} B"

@@ -10,13 +10,14 @@ measured per level of the hierarchy with a stream whose working set fits that le
 from __future__ import annotations
 
 import contextlib
-import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from reviewkit.common.format import binary_size
 from reviewkit.measure import hierarchy
 from reviewkit.measure.device import device_name, device_timed, first_line
 from reviewkit.measure.timing import Clock, SamplingPolicy, collect_samples
@@ -112,8 +113,6 @@ def device_threads() -> Iterator[int]:
 def default_threads() -> int:
     # torch's default intra-op pool is one thread per physical core; affinity may narrow it.
     try:
-        import os
-
         return max(1, len(os.sched_getaffinity(0)) // _threads_per_core())
     except (AttributeError, OSError):
         return max(1, torch.get_num_threads())
@@ -301,15 +300,16 @@ def memory_plan(
         if ws is not None and ws >= COPY_MIN_WORKING_SET:
             maker, nbytes = copy_maker(ws // 2, device)
             method = (
-                f"tensor.copy_ of a {_size(ws // 2)} buffer into another ({_size(ws)}, half the "
-                f"{_size(level.capacity_bytes)} level), bytes read + written"
+                f"tensor.copy_ of a {binary_size(ws // 2)} buffer into another "
+                f"({binary_size(ws)}, half the {binary_size(level.capacity_bytes)} level), "
+                "bytes read + written"
             )
         elif ws is not None:
             maker, nbytes = stream_maker(ws, STREAM_BYTES_PER_CALL[profile], device)
             method = (
-                f"read stream: sum over a {_size(ws)} buffer (half the "
-                f"{_size(level.capacity_bytes)} level) re-read within each call, "
-                f"{_size(nbytes)} per call"
+                f"read stream: sum over a {binary_size(ws)} buffer (half the "
+                f"{binary_size(level.capacity_bytes)} level) re-read within each call, "
+                f"{binary_size(nbytes)} per call"
             )
         else:
             size = (
@@ -318,7 +318,7 @@ def memory_plan(
                 else max(DRAM_COPY_MIN_BYTES[profile], DRAM_OVER_LLC * largest_cache)
             )
             maker, nbytes = copy_maker(size, device)
-            method = f"tensor.copy_ of a {_size(size)} buffer, bytes read + written"
+            method = f"tensor.copy_ of a {binary_size(size)} buffer, bytes read + written"
         plan[level.name] = (maker, float(nbytes), method)
     return plan
 
@@ -354,20 +354,6 @@ def memory_records(
                     **t.to_json(), "peak": peak, "measured": t.peak,
                     "method": method})  # fmt: skip
     return out[::-1]
-
-
-def _size(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "-"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            value = nbytes / (1 << shift)
-            return (
-                f"{value:.0f} {unit}"
-                if math.isclose(value, round(value))
-                else f"{value:.3g} {unit}"
-            )
-    return f"{nbytes} B"
 
 
 def calibrate(

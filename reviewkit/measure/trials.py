@@ -118,8 +118,8 @@ def run_trials(
     `makers[c]()` builds configuration c afresh (new buffers, so page placement and alignment
     vary between trials as they do between runs) and returns a call that runs it once and
     returns its duration; `work[c]` is what one call does (FLOPs or bytes). A trial's rate is
-    work / its fastest call's time; a trial is a fixed number of calls (the policy's
-    min_samples = max_samples), or fewer when a slow call exhausts its budget. The order of the
+    work / its fastest call's time; a trial is one window of the policy (its count and time
+    targets), cut short when a slow configuration exhausts its budget. The order of the
     configurations rotates by one per trial, so none is always measured first or last (a slow
     minute of the machine lands on different configurations in different trials). A
     configuration whose trial produced no measured call (its warm-up took the whole budget) is

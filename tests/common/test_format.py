@@ -12,3 +12,14 @@ def test_percent_ratio_number_and_milliseconds():
 
 def test_one_marker_for_missing_everywhere():
     assert {pct(None), ratio(None), num(None), ms(None)} == {MISSING} == {"—"}
+
+
+def test_binary_size_whole_where_exact():
+    from reviewkit.common.format import binary_size
+
+    assert binary_size(32 * 1024) == "32 KiB"
+    assert binary_size(3 * 512 * 1024) == "1.5 MiB"  # 1572864 bytes
+    assert binary_size(32 << 20) == "32 MiB"
+    assert binary_size(1000 * 1024) == "1000 KiB"  # not "1e+03 KiB"
+    assert binary_size(2 << 30) == "2 GiB"
+    assert binary_size(512) == "512 B"
