@@ -352,9 +352,11 @@ def analyse_run(doc: dict) -> dict:
     Statistics are always recomputed from the stored samples, so a bundle's numbers can be
     checked (and re-derived after a fix to this module) without re-measuring.
     """
+    from reviewkit.analysis import distributed
     from reviewkit.analysis.stats import summarise
 
     ceilings_doc = doc.get("ceilings") or {}
+    link = distributed.link_peak(doc)
     by_dtype: dict[str, list[tuple[str, Roofline]]] = {}
     everything: list[tuple[str, Roofline]] = []
     for w in doc["workloads"]:
@@ -380,7 +382,9 @@ def analyse_run(doc: dict) -> dict:
         if not peak or not bw:
             w["flags"] = ["no-ceiling"]
             continue
-        r = roofline(w["flops"], w["bytes"], st.p50_s, peak, bw)
+        # design.md, "Communication": bytes on the wire / the link's bandwidth
+        t_comm = w["wire_bytes"] / link if w.get("wire_bytes") and link else 0.0
+        r = roofline(w["flops"], w["bytes"], st.p50_s, peak, bw, t_comm)
         w.update(
             memory_level=level,
             mfu=r.mfu,
@@ -393,6 +397,7 @@ def analyse_run(doc: dict) -> dict:
                 "compute": r.compute_fraction,
                 "memory_stall": r.memory_stall_fraction,
                 "overhead": r.overhead_fraction,
+                "communication": r.communication_fraction,
             },
             bottleneck=r.bottleneck,
             flags=flags(r, st.tail_ratio, st.noisy),
@@ -413,6 +418,7 @@ def analyse_run(doc: dict) -> dict:
     doc["layer_energy_by_dtype"] = {
         dtype: _energy_by_layer(rows) for dtype, rows in by_dtype_rows.items()
     }
+    distributed.analyse(doc)
     return doc
 
 

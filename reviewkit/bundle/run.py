@@ -14,7 +14,12 @@ from reviewkit.common.files import write_text_atomic
 # 3: every workload is measured in rounds: `round_sizes` splits its `samples_s` (stored in
 # round order) into rounds, and the run records its `rounds` plan. Version 2 bundles load
 # through migrate_v2_to_v3 as one round.
-SCHEMA_VERSION = 4
+# 4: ceilings come from a device profile (`ceilings.profile`, bandwidth per level in
+# `ceilings.memory`); version 3 bundles keep their in-run ceilings (migrate_v3_to_v4).
+# 5: a run measured under torch.distributed says so in `distributed` (world size, backend,
+# hosts, ranks, topology; null for one process), its workloads carry each rank's samples
+# (`rank_samples_s`) and bytes on the wire (`wire_bytes`), and `ceilings.interconnect` the link.
+SCHEMA_VERSION = 5
 RUN_FILE = "run.json"
 KIND = "reviewkit.run"
 # A workload's `status` in a run bundle (and a row's in the evidence files): "ok" is the only
@@ -161,5 +166,12 @@ def migrate_v3_to_v4(doc: dict) -> dict:
     return out
 
 
+def migrate_v4_to_v5(doc: dict) -> dict:
+    """Schema 4 -> 5: every run before it was one process: `distributed` is null."""
+    out = {**doc, "schema_version": 5, "migrated_from": doc.get("migrated_from", 4)}
+    out.setdefault("distributed", None)
+    return out
+
+
 # schema_version -> the function that lifts a document of that version one step
-MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3, 3: migrate_v3_to_v4}
+MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3, 3: migrate_v3_to_v4, 4: migrate_v4_to_v5}

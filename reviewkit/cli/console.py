@@ -99,16 +99,10 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
 def layer_table(doc: dict, dtype: str) -> Table:
     rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
     t = Table(title=f"By layer type — {dtype}", title_justify="left")
-    for col in (
-        "layer type",
-        "workloads",
-        "time share",
-        "MFU",
-        "memory-stall",
-        "overhead",
-        "bottleneck",
-        "flags",
-    ):
+    communicates = bool(doc.get("distributed"))
+    columns = ["layer type", "workloads", "time share", "MFU", "memory-stall", "overhead"]
+    columns += ["communication"] if communicates else []
+    for col in (*columns, "bottleneck", "flags"):
         t.add_column(
             col, justify="left" if col in ("layer type", "bottleneck", "flags") else "right"
         )
@@ -123,6 +117,7 @@ def layer_table(doc: dict, dtype: str) -> Table:
             pct(a["mfu"]),
             pct(a["memory_stall_fraction"]),
             pct(a["overhead_fraction"]),
+            *([pct(a.get("communication_fraction"))] if communicates else []),
             a["bottleneck"],
             f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
         )
@@ -187,7 +182,7 @@ def problems_table(doc: dict) -> Table | None:
     t.add_column("status")
     t.add_column("reason", overflow="fold")
     for w in bad:
-        t.add_row(w["id"], w["status"], w.get("reason") or "")
+        t.add_row(escape(w["id"]), w["status"], escape(w.get("reason") or ""))
     return t
 
 
@@ -202,7 +197,9 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     env = doc["environment"]
     s = doc["suite"]
     status = (
-        "complete" if doc.get("complete") else "INCOMPLETE (" + doc.get("interrupted", "") + ")"
+        "complete"
+        if doc.get("complete")
+        else "INCOMPLETE (" + escape(doc.get("interrupted") or "") + ")"
     )
     # the fingerprint's label ("AMD EPYC · Zen 4 · AVX-512 BF16 · 2 cores") where recorded
     device_label = (env.get("fingerprint") or {}).get("label") or env.get("device_name")
@@ -228,6 +225,13 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     for dtype in doc["knobs"]["dtypes"]:
         if dtype in doc.get("layer_types_by_dtype", {}):
             console.print(layer_table(doc, dtype))
+    from reviewkit.cli.distributed_view import collectives_table, distributed_lines
+
+    for line in distributed_lines(doc):
+        console.print(line, highlight=False)
+    collectives = collectives_table(doc)
+    if collectives is not None:
+        console.print(collectives)
     console.print(slowest_table(doc))
     problems = problems_table(doc)
     if problems is not None:
@@ -258,6 +262,8 @@ def summary(doc: dict, path: str | None = None) -> dict:
         row = {k: w.get(k) for k in keep}
         st = w.get("stats") or {}
         row.update({k: st.get(k) for k in ("n", "p50_s", "p95_s", "p99_s", "mean_s")})
+        if doc.get("distributed"):
+            row.update(collective=w.get("collective"), skew=w.get("skew"))
         workloads.append(row)
     return {
         "run": path,
@@ -268,6 +274,7 @@ def summary(doc: dict, path: str | None = None) -> dict:
         "ceilings": doc.get("ceilings"),
         "layer_types": doc.get("layer_types"),
         "layer_types_by_dtype": doc.get("layer_types_by_dtype"),
+        "distributed": doc.get("distributed"),
         "workloads": workloads,
     }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _user_errors, stderr
 from reviewkit.common.errors import UsageError
@@ -44,6 +45,23 @@ def run(
         None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
+    distributed: bool = typer.Option(
+        False,
+        "--distributed",
+        help="measure the suite's distributed part on every rank of torch.distributed "
+        "(launched by torchrun, or --nproc); rank 0 writes the bundle",
+    ),
+    backend: str | None = typer.Option(
+        None, help="torch.distributed backend with --distributed (default: nccl on cuda, gloo)"
+    ),
+    nproc: int | None = typer.Option(
+        None, help="with --distributed and no torchrun: spawn this many local ranks"
+    ),
+    timeout: float = typer.Option(
+        300.0,
+        help="with --distributed: seconds a rendezvous or collective may take before the run "
+        "stops and keeps what it measured",
+    ),
 ) -> None:
     """Measure the suite on this machine and write a run bundle (run.json)."""
     from reviewkit.analysis.roofline import analyse_run
@@ -58,10 +76,13 @@ def run(
         profile, device, _dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
         device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
     )  # fmt: skip
-    measure.plan(request)  # fail on bad input before any device work
     out_dir = out or _default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    if distributed or nproc is not None or backend is not None:
+        _run_distributed(request, distributed, backend, nproc, timeout, out_dir, as_json)
+        return
+    measure.plan(request)  # fail on bad input before any device work
 
     with _progress() as on_progress:
         doc = measure.run(request, on_progress)
@@ -76,6 +97,74 @@ def run(
         print_run(doc, stdout_console(), str(path))
     if not doc["complete"]:
         raise typer.Exit(130)
+
+
+def _run_distributed(request, distributed, backend, nproc, timeout, out_dir, as_json) -> None:
+    import os
+
+    from reviewkit.measure import distributed as dmeasure
+    from reviewkit.measure import local_ranks
+
+    if not distributed:
+        raise UsageError("--backend and --nproc go with --distributed; add it")
+    if not timeout > 0:
+        raise UsageError(f"--timeout {timeout}: expected a positive number of seconds")
+    under_torchrun = bool(os.environ.get("RANK") and os.environ.get("WORLD_SIZE"))
+    if under_torchrun and nproc is not None:
+        raise UsageError("--nproc spawns local ranks; under torchrun drop it (torchrun's "
+                         "--nproc-per-node sets the ranks)")  # fmt: skip
+    if not under_torchrun and nproc is None:
+        dmeasure.rank_from_env()  # says how to launch
+    world = nproc if nproc is not None else int(os.environ["WORLD_SIZE"])
+    dmeasure.plan(request, world)  # fail on bad input before any rank starts
+    drequest = dmeasure.DistributedRequest(request, backend, timeout)
+    command = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    if nproc is not None:
+        code = local_ranks.spawn_local(nproc, distributed_rank, (drequest, out_dir, as_json,
+                                                               command), timeout)  # fmt: skip
+        raise typer.Exit(code)
+    distributed_rank(drequest, out_dir, as_json, command)
+
+
+def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None) -> None:
+    """One rank of `run --distributed` (torchrun's worker or a --nproc child): measure; rank 0
+    analyses and writes the bundle, incomplete when a rank failed. Exits with the code."""
+    import contextlib
+    import os
+
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import write_run
+    from reviewkit.cli.console import print_run, stdout_console, summary
+    from reviewkit.common.errors import ReviewkitError
+    from reviewkit.measure import distributed as dmeasure
+
+    rank0 = os.environ.get("RANK") == "0"
+    bar = _progress() if rank0 else contextlib.nullcontext(None)
+    try:
+        with bar as on_progress:
+            doc = dmeasure.run(drequest, on_progress)
+    except ReviewkitError as exc:
+        stderr.print(
+            f"[red]reviewkit: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
+        sys.exit(exc.exit_code)
+    if doc is None:
+        return
+    doc["command"] = command
+    analyse_run(doc)
+    path = write_run(out_dir, doc)
+    if as_json:
+        _emit_json(summary(doc, str(path)))
+    else:
+        print_run(doc, stdout_console(), str(path))
+    if not doc["complete"]:
+        why = (doc.get("distributed") or {}).get("incomplete") or doc.get("interrupted")
+        stderr.print(
+            f"[red]reviewkit: error:[/] {escape(str(why))}; the measured part is kept in "
+            f"{escape(str(path))} (marked incomplete)",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        sys.exit(dmeasure.RankFailure.exit_code)
 
 
 @_user_errors

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from reviewkit.common.errors import ReviewkitError
 
@@ -50,7 +51,9 @@ def _user_errors(command):
         except ReviewkitError as exc:
             if _state["debug"]:
                 raise
-            stderr.print(f"[red]reviewkit: error:[/] {exc}", highlight=False, soft_wrap=True)
+            stderr.print(
+                f"[red]reviewkit: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+            )
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

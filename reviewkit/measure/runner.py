@@ -414,6 +414,7 @@ def new_run_doc(
         "rounds": plan_of_rounds.to_json(),
         "ceilings": {},
         "workloads": [],
+        "distributed": None,  # one process; measure/distributed.py fills it under torchrun
     }
 
 

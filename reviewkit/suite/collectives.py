@@ -12,7 +12,7 @@ S x that factor, so t_comm = S x factor / link bandwidth (design.md, "Communicat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 ALL_TO_ALL, BROADCAST, SEND_RECV = "all_to_all", "broadcast", "send_recv"
@@ -104,3 +104,130 @@ def messages(profile: str) -> tuple[CollectiveMessage, ...]:
         CollectiveMessage("pipeline-send-recv", SEND_RECV, act,
                           f"pipeline stage boundary send/recv; {src}"),
     )  # fmt: skip
+
+
+# --- the distributed part of the suite: what every rank measures under torchrun -------------
+
+# A rank whose compute workloads take this much longer than the median rank's is a straggler
+# (issue 16): a bad device, thermal throttling or a noisy neighbour, not run-to-run noise (the
+# A/A spread of one workload's median on a shared 2-core VM is 1-2%, docs/benchmarks.md).
+STRAGGLER_RATIO = 1.10
+# The in-run link ceiling: a broadcast (bus factor 1: busbw = algbw) large enough that the
+# per-call latency is a few percent of the transfer, best of several trials, as `calibrate`
+# takes its compute peaks.
+LINK_MESSAGE_BYTES = {"smoke": 4 * MIB, "quick": 64 * MIB, "full": 256 * MIB}
+LINK_TRIALS = 5
+# The compute workloads every rank also measures, to find stragglers: the suite's first gemm
+# and its first norm (one compute-bound, one memory-bound): the first of each layer type.
+STRAGGLER_PROBES = ("gemm", "norm")
+TP_DECODER_KERNEL = "tp_decoder_layer"
+PROBE = "straggler-probe"  # params["role"] of a compute workload measured to find stragglers
+
+
+def _shard(elements: int, world_size: int) -> int:
+    """Elements rounded down to a multiple of the world size (all_gather/reduce_scatter split
+    the buffer evenly across ranks)."""
+    return max(world_size, elements - elements % world_size)
+
+
+def collective_spec(message: CollectiveMessage, dtype: str, world_size: int):
+    """One collective as a suite workload: its message, the bytes each rank puts on the wire,
+    and the local memory it touches (the message read and written once)."""
+    from reviewkit.suite.workloads import TensorSpec, WorkloadSpec, _wid
+
+    elements = _shard(message.elements, world_size)
+    size = elements * DTYPE_BYTES[dtype]
+    return WorkloadSpec(
+        id=_wid("collective", message.name, f"{_size_tag(size)}", dtype),
+        layer_type="collective",
+        kernel=message.op,
+        source_model=message.source,
+        dtype=dtype,
+        inputs=(TensorSpec((elements,), dtype),),
+        params={
+            "op": message.op,
+            "elements": elements,
+            "message_bytes": size,
+            "world_size": world_size,
+            "wire_bytes": wire_bytes(message.op, size, world_size),
+        },
+        bytes=2 * size,
+    )
+
+
+def _size_tag(size_bytes: int) -> str:
+    if size_bytes >= MIB:
+        return f"{size_bytes / MIB:g}MiB"
+    return f"{size_bytes / 1024:g}KiB"
+
+
+def tp_decoder_layer(model, batch: int, seq: int, tp: int, dtype: str):
+    """One pre-norm GPT decoder layer sharded Megatron-style over `tp` ranks (Shoeybi et al.
+    2019, section 3): the QKV projection column-parallel (each rank its heads / tp), the output
+    projection row-parallel then an all-reduce; the MLP's up-projection column-parallel, its
+    down-projection row-parallel then an all-reduce. Norms and residual adds are replicated.
+
+    Counted per rank, as each rank runs it: matmul FLOPs / tp (attention over the full square,
+    PaLM's convention, as the suite's decoder), weights / tp, and two all-reduces of the
+    activation (batch x seq x hidden) on the wire. tp = 1 is the unsharded layer, the
+    reference a scaling efficiency divides by."""
+    from reviewkit.suite.workloads import (
+        ELEMENT_BYTES,
+        GELU_FLOPS_PER_ELEMENT,
+        LAYER_NORM_FLOPS_PER_ELEMENT,
+        SOFTMAX_FLOPS_PER_ELEMENT,
+        TensorSpec,
+        WorkloadSpec,
+        _slug,
+        _wid,
+    )
+
+    d, f, h, e = model.hidden, model.ffn, model.heads, ELEMENT_BYTES[dtype]
+    m = batch * seq
+    matmul = (2 * m * (3 * d * d + d * d + 2 * d * f) + 4 * batch * seq * seq * d) // tp
+    other = (
+        2 * LAYER_NORM_FLOPS_PER_ELEMENT * m * d
+        + GELU_FLOPS_PER_ELEMENT * m * f // tp
+        + SOFTMAX_FLOPS_PER_ELEMENT * batch * h * seq * seq // tp
+        + 2 * m * d  # residual adds
+    )
+    weights = (3 * d * d + d * d + 2 * d * f) // tp + 4 * d
+    x = TensorSpec((batch, seq, d), dtype)
+    activation = x.nbytes
+    return WorkloadSpec(
+        id=_wid("model", f"{_slug(model.name)}-tp-decoder-layer", f"tp{tp}-b{batch}s{seq}", dtype),
+        layer_type="model",
+        kernel=TP_DECODER_KERNEL,
+        source_model=f"{model.name}, one decoder layer, tensor-parallel {tp}",
+        dtype=dtype,
+        inputs=(x,),
+        params={
+            "batch": batch, "seq": seq, "hidden": d, "heads": h, "ffn": f, "tp": tp,
+            "all_reduces": 2 if tp > 1 else 0,
+            "wire_bytes": 2 * wire_bytes(ALL_REDUCE, activation, tp) if tp > 1 else 0,
+        },
+        matmul_flops=matmul,
+        other_flops=other,
+        bytes=2 * activation + weights * e,
+    )  # fmt: skip
+
+
+def distributed_specs(profile: str, dtypes, world_size: int, only: str | None = None) -> list:
+    """The workloads a distributed run measures on every rank, in order: the collectives, the
+    tensor-parallel decoder layer at tp = world size and at tp = 1 (the scaling reference), and
+    the straggler probes (suite workloads, same ids as a single-process run's)."""
+    from reviewkit.suite import workloads as suite
+
+    out = []
+    for dtype in dtypes:
+        out += [collective_spec(msg, dtype, world_size) for msg in messages(profile)]
+        shapes = suite.PROFILE_SHAPES[profile]
+        gpt2 = suite._smoke(suite.GPT2_SMALL) if shapes.smoke else suite.GPT2_SMALL
+        batch, seq = shapes.model_shapes[0]
+        tps = (world_size, 1) if world_size > 1 else (1,)
+        out += [tp_decoder_layer(gpt2, batch, seq, tp, dtype) for tp in tps]
+        singles = suite.workloads(profile, (dtype,))
+        for layer_type in STRAGGLER_PROBES:
+            probe = next(s for s in singles if s.layer_type == layer_type)
+            out.append(replace(probe, params={**probe.params, "role": PROBE}))
+    return suite.select(out, only)

@@ -43,7 +43,7 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # the temp file is gone
 
 
-@pytest.mark.parametrize("version", [5, 0, None, "4", True, 4.0])
+@pytest.mark.parametrize("version", [6, 0, None, "5", True, 5.0])
 def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version):
     write_run(tmp_path, MINIMAL)
     doc = json.loads((tmp_path / "run.json").read_text())
@@ -53,13 +53,24 @@ def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version)
         load_run(tmp_path)
     message = str(info.value)
     assert message.startswith(str(tmp_path / "run.json"))  # names the file
-    assert f"schema_version {version!r} but this reviewkit reads version 4" in message
-    assert "migrates version 1, 2, 3 on load" in message
+    assert f"schema_version {version!r} but this reviewkit reads version 5" in message
+    assert "migrates version 1, 2, 3, 4 on load" in message
     assert "re-measure with `reviewkit run`" in message  # and what to do
 
 
-def test_schema_version_is_4():
-    assert SCHEMA_VERSION == 4
+def test_schema_version_is_5():
+    assert SCHEMA_VERSION == 5
+
+
+def test_v4_bundle_migrates_to_one_process(tmp_path):
+    """Every run before schema 5 was one process: `distributed` is null, the rest kept."""
+    v4 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 4,
+          "workloads": [{"id": "a", "round_sizes": [2], "samples_s": [1.0, 2.0]}]}  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(v4))
+    doc = load_run(tmp_path)
+    assert doc["schema_version"] == 5 and doc["migrated_from"] == 4
+    assert doc["distributed"] is None
+    assert doc["workloads"] == v4["workloads"]
 
 
 def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
@@ -69,7 +80,7 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
           "workloads": [{"id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v3))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 4 and doc["migrated_from"] == 3
+    assert doc["schema_version"] == 5 and doc["migrated_from"] == 3
     assert doc["ceilings"]["compute"] == ceilings["compute"]
     assert doc["ceilings"]["bandwidth"] == ceilings["bandwidth"]
     assert "memory" not in doc["ceilings"]
@@ -77,13 +88,13 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
     assert "before device profiles" in doc["ceilings"]["profile"]["reason"]
 
 
-def test_v4_round_trips_unchanged(tmp_path):
+def test_v5_round_trips_unchanged(tmp_path):
     energy = {"available": False, "reason": "no RAPL powercap interface"}
     doc = {**MINIMAL, "workloads": [{"id": "a", "energy": energy, "round_sizes": [2, 3]}]}
     write_run(tmp_path, doc)
     loaded = load_run(tmp_path)
-    assert loaded == {**doc, "schema_version": 4, "kind": "reviewkit.run"}
-    assert "migrated_from" not in loaded  # written as 4: nothing migrated
+    assert loaded == {**doc, "schema_version": 5, "kind": "reviewkit.run"}
+    assert "migrated_from" not in loaded  # written as 5: nothing migrated
 
 
 def test_v2_bundle_migrates_to_one_round(tmp_path):
@@ -95,7 +106,7 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 4 and doc["migrated_from"] == 2
+    assert doc["schema_version"] == 5 and doc["migrated_from"] == 2
     assert [w["round_sizes"] for w in doc["workloads"]] == [[3], []]
     assert doc["rounds"] == {"rounds": 1, "seed": None}
 
@@ -115,7 +126,7 @@ def test_v1_bundle_migrates_to_v2(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
     before = (tmp_path / "run.json").read_text()
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 4 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 5 and doc["migrated_from"] == 1
     reason = "recorded with run.json schema 1, before energy was metered"
     # Every workload, measured or not, gets energy absent with the reason.
     assert [w["energy"] for w in doc["workloads"]] == [
@@ -149,7 +160,7 @@ def test_committed_v1_samples_load_migrated():
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     doc = load_run(path)
-    assert doc["schema_version"] == 4 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 5 and doc["migrated_from"] == 1
     assert all(w["energy"]["available"] is False for w in doc["workloads"])
 
 

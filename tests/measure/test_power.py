@@ -13,7 +13,7 @@ from reviewkit.review.gate import run_check
 torch = pytest.importorskip("torch")
 
 from reviewkit.analysis.roofline import analyse_run  # noqa: E402
-from reviewkit.bundle.run import load_run, write_run  # noqa: E402
+from reviewkit.bundle.run import SCHEMA_VERSION, load_run, write_run  # noqa: E402
 from reviewkit.measure import runner as measure  # noqa: E402
 from reviewkit.suite import kernels  # noqa: E402
 
@@ -124,7 +124,7 @@ def test_energy_survives_the_bundle(fake_rapl, tmp_path):
     doc = analyse_run(measure.run(request))
     write_run(tmp_path / "run", doc)
     loaded = load_run(tmp_path / "run")
-    assert loaded["schema_version"] == 4 and "migrated_from" not in loaded
+    assert loaded["schema_version"] == SCHEMA_VERSION and "migrated_from" not in loaded
     assert [w["energy"] for w in loaded["workloads"]] == [w["energy"] for w in doc["workloads"]]
     again = analyse_run(loaded)  # re-derived from joules and window: the same numbers
     assert again["layer_energy"] == doc["layer_energy"]

@@ -1,0 +1,118 @@
+"""Benchmark: the distributed harness against a bare torch.distributed loop, and gloo's busbw.
+
+Two local gloo ranks (one thread each). For each collective and message size, rounds
+alternate the two timers in one process pair, so drift on a shared machine reaches both:
+- harness: reviewkit's lockstep sampling (a barrier, then one timed call; per call the
+  slowest rank's time; the median of the calls), under the quick profile's round policy;
+- bare: nccl-tests' method (a barrier, then `iters` calls back to back timed as one, divided
+  by `iters`; the slowest rank's mean; the median over the rounds).
+Target (issue 16): harness / bare within 0.95-1.05 at messages of 1 MB or more. Also prints
+algbw and busbw (nccl-tests' conventions) at the harness's median.
+
+    .venv/bin/python benchmarks/distributed_overhead.py [--rounds 7] [--iters 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from reviewkit.measure import rank_kernels
+from reviewkit.measure import rounds as rounds_mod
+from reviewkit.measure.local_ranks import free_port
+from reviewkit.measure.runner import POLICIES
+from reviewkit.suite import collectives as coll
+
+MIB = 1 << 20
+CASES = [
+    (coll.ALL_REDUCE, 1 * MIB),
+    (coll.ALL_REDUCE, 8 * MIB),
+    (coll.ALL_REDUCE, 25 * MIB),
+    (coll.ALL_GATHER, 8 * MIB),
+    (coll.REDUCE_SCATTER, 8 * MIB),
+    (coll.ALL_TO_ALL, 8 * MIB),
+    (coll.BROADCAST, 8 * MIB),
+    (coll.SEND_RECV, 8 * MIB),
+]
+
+
+def _spec(op: str, size: int, world: int):
+    msg = coll.CollectiveMessage(f"bench-{op}", op, size // 4, "benchmark")
+    return coll.collective_spec(msg, "fp32", world)
+
+
+def _bare(fn, iters: int) -> float:
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters
+
+
+def _rank(rank: int, world: int, port: int, rounds: int, iters: int, queue) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    info = rank_kernels.RankInfo(rank, world, rank, world)
+    policy = rounds_mod.round_policy(POLICIES["quick"], 5, first=False)
+    rows = []
+    for op, size in CASES:
+        spec = _spec(op, size, world)
+        fn = rank_kernels.build(spec, torch.device("cpu"), info)
+        for _ in range(3):
+            fn()
+        harness, bare = [], []
+        for r in range(rounds):
+            order = ("h", "b") if r % 2 == 0 else ("b", "h")
+            for which in order:
+                if which == "h":
+                    _, samples = rank_kernels.lockstep_samples(fn, policy, lambda: None, rank)
+                    per_rank = [None] * world
+                    dist.all_gather_object(per_rank, samples)
+                    harness += rank_kernels.step_samples(per_rank)
+                else:
+                    mine = _bare(fn, iters)
+                    per_rank = [None] * world
+                    dist.all_gather_object(per_rank, mine)
+                    bare.append(max(per_rank))
+        rows.append((spec, statistics.median(harness), statistics.median(bare), len(harness)))
+    if rank == 0:
+        queue.put(rows)
+    dist.destroy_process_group()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--iters", type=int, default=20)
+    args = parser.parse_args()
+    world = 2
+    port = free_port()
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.spawn(_rank, args=(world, port, args.rounds, args.iters, queue), nprocs=world)
+    rows = queue.get()
+    print(f"gloo, {world} ranks on one host, 1 thread each; {args.rounds} rounds alternating")
+    print(f"torch {torch.__version__}")
+    print()
+    print("| collective | message | harness p50 | bare (nccl-tests) | harness / bare | "
+          "algbw GB/s | busbw GB/s | harness calls |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for spec, harness_s, bare_s, n in rows:
+        size, op = spec.params["message_bytes"], spec.params["op"]
+        algbw = coll.algbw_bytes_per_s(size, harness_s)
+        busbw = coll.busbw_bytes_per_s(op, size, harness_s, world)
+        print(
+            f"| {op} | {size / MIB:g} MiB | {harness_s * 1e3:.3g} ms | {bare_s * 1e3:.3g} ms | "
+            f"{harness_s / bare_s:.3f} | {algbw / 1e9:.3g} | {busbw / 1e9:.3g} | {n} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The terminal view of a multi-rank run: its set-up, link, stragglers, scaling and collectives."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from reviewkit.cli.console import _time
+from reviewkit.common.format import MISSING, binary_size, pct
+
+
+def _gbps(x: float | None) -> str:
+    return MISSING if x is None else f"{x / 1e9:.3g}"
+
+
+def distributed_lines(doc: dict) -> list[str]:
+    """A multi-rank run's set-up, link, stragglers and scaling, one line each."""
+    d = doc.get("distributed")
+    if not d:
+        return []
+    hosts = ", ".join(f"{escape(h)} ({n})" for h, n in d["ranks_per_host"].items())
+    link = (doc.get("ceilings") or {}).get("interconnect") or {}
+    lines = [f"[bold]distributed[/]: {d['world_size']} ranks · {d['backend']} · "
+             f"{escape(str(d.get('launcher')))} · hosts {hosts}"]  # fmt: skip
+    if link.get("peak"):
+        sheet = f", datasheet {_gbps(link['datasheet'])} GB/s" if link.get("datasheet") else ""
+        lines.append(
+            f"link ceiling {_gbps(link['peak'])} GB/s (trials {_gbps(link.get('low'))}-"
+            f"{_gbps(link.get('high'))}{sheet}): {escape(link.get('measured_method', ''))}"
+        )
+    else:
+        lines.append(f"link ceiling: not available ({escape(str(link.get('reason')))})")
+    share = (doc.get("ceilings") or {}).get("rank_share")
+    if share:
+        lines.append(f"ceilings per rank: {escape(share['reason'])}")
+    st = d.get("stragglers") or {}
+    if st.get("flagged"):
+        for f in st["flagged"]:
+            lines.append(
+                f"[red]straggler[/]: rank {f['rank']} on {escape(str(f['host']))} runs the "
+                f"compute probes {f['ratio']:.2f}x the median rank (threshold "
+                f"{st['ratio_threshold']:.2f}x): a bad device, throttling or a noisy neighbour"
+            )
+    elif st.get("rank_ratio"):
+        worst = max(st["rank_ratio"])
+        lines.append(f"no straggler: the slowest rank runs the compute probes {worst:.2f}x the "
+                     f"median rank (threshold {st['ratio_threshold']:.2f}x)")  # fmt: skip
+    for sc in d.get("scaling") or []:
+        comm = sc.get("communication_fraction")
+        lines.append(
+            f"tensor parallel {sc['tp']} ({sc['dtype']}): {sc['speedup']:.2f}x the unsharded "
+            f"layer, scaling efficiency {pct(sc['efficiency'])}"
+            + (f", communication {pct(comm)} of its time" if comm is not None else "")
+        )
+    if d.get("incomplete"):
+        lines.append(f"[red]incomplete[/]: {escape(d['incomplete'])}")
+    return lines
+
+
+def collectives_table(doc: dict) -> Table | None:
+    """Per collective: latency (the slowest rank per call), nccl-tests' algbw and busbw, the
+    share of the link ceiling, and the skew across ranks."""
+    rows = [w for w in doc["workloads"] if w.get("collective")]
+    if not rows:
+        return None
+    t = Table(title="Collectives (a call's time is its slowest rank's)", title_justify="left")
+    for col in ("workload", "size", "p50", "p99", "algbw GB/s", "busbw GB/s", "of link",
+                "rank skew"):  # fmt: skip
+        t.add_column(col, justify="left" if col == "workload" else "right")
+    for w in rows:
+        c, s, skew = w["collective"], w["stats"], w.get("skew") or {}
+        t.add_row(
+            w["id"], binary_size(c["message_bytes"]), _time(s["p50_s"]), _time(s["p99_s"]),
+            _gbps(c["algbw_p50_bytes_per_s"]), _gbps(c["busbw_p50_bytes_per_s"]),
+            pct(c.get("link_fraction")),
+            f"{skew['max_over_median']:.2f}x (rank {skew['slowest_rank']})"
+            if skew.get("max_over_median") else MISSING,
+        )  # fmt: skip
+    return t

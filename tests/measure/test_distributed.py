@@ -1,0 +1,308 @@
+"""`run --distributed` on two gloo ranks of this CPU: spawned by --nproc and by torchrun, the
+gathering of every rank's samples, bandwidths against an independent timing, and failures
+(a killed rank, a rendezvous nobody joins, a backend this build lacks) that never hang."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from reviewkit.bundle.run import load_run  # noqa: E402
+from reviewkit.measure import distributed as dmeasure  # noqa: E402
+from reviewkit.measure import rank_kernels  # noqa: E402
+from reviewkit.measure.local_ranks import free_port  # noqa: E402
+from reviewkit.suite import collectives as coll  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+    reason="this torch build has no gloo backend",
+)
+
+# Small but real: one collective of each kind the harness times differently (a ring of
+# send/recv, an all-reduce), the tensor-parallel layer at tp 2 and its tp 1 reference, and
+# both straggler probes.
+ONLY = "collective.tp-activation-all-reduce.*,collective.pipeline-send-recv.*,model.*,gemm.*,norm.*"
+# Every subprocess is bounded: a hang fails the test instead of stalling CI.
+HANG_S = 240
+
+
+def _reviewkit(*args, env=None, timeout=HANG_S):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "reviewkit", *args],
+        capture_output=True, text=True, timeout=timeout, env=full_env,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist") / "run"
+    started = time.monotonic()
+    proc = _reviewkit(
+        "run", "--distributed", "--nproc", "2", "--profile", "smoke", "--dtype", "fp32",
+        "--only", ONLY, "--timeout", "60", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return load_run(out), json.loads(proc.stdout), time.monotonic() - started
+
+
+def test_rank_zero_gathers_every_ranks_samples(two_ranks):
+    doc, _, _ = two_ranks
+    assert doc["complete"] and doc["schema_version"] == 5
+    d = doc["distributed"]
+    assert d["world_size"] == 2 and d["backend"] == "gloo" and d["launcher"] == "reviewkit --nproc"
+    assert [r["rank"] for r in d["ranks"]] == [0, 1]
+    assert d["ranks"][0]["pid"] != d["ranks"][1]["pid"]  # two processes, really
+    assert sum(d["ranks_per_host"].values()) == 2
+    assert d["topology"]["available"] is False and "GPU" in d["topology"]["reason"]
+    ids = [w["id"] for w in doc["workloads"]]
+    assert any(i.startswith("collective.pipeline-send-recv") for i in ids)
+    assert any(".tp2-" in i for i in ids) and any(".tp1-" in i for i in ids)
+    for w in doc["workloads"]:
+        assert w["status"] == "ok", (w["id"], w["reason"])
+        per_rank = w["rank_samples_s"]
+        assert len(per_rank) == 2 and len(per_rank[0]) == len(per_rank[1]) == len(w["samples_s"])
+        # the step's time is the slowest rank's, call by call
+        assert w["samples_s"] == [max(a, b) for a, b in zip(*per_rank, strict=True)]
+        assert sum(w["round_sizes"]) == len(w["samples_s"])
+        f = w["fractions"]
+        assert sum(f.values()) == pytest.approx(1)
+        assert w["skew"]["slowest_rank"] in (0, 1) and w["skew"]["max_over_median"] >= 1
+
+
+def test_collective_bandwidths_follow_nccl_tests(two_ranks):
+    doc, _, _ = two_ranks
+    link = doc["ceilings"]["interconnect"]
+    assert link["peak"] == max(link["trials_bytes_per_s"]) > 0
+    assert "broadcast" in link["measured_method"]
+    for w in doc["workloads"]:
+        if w["layer_type"] != "collective":
+            continue
+        c, size, p50 = w["collective"], w["params"]["message_bytes"], w["stats"]["p50_s"]
+        assert size == w["params"]["elements"] * 4  # fp32
+        # all_reduce on 2 ranks: busbw = algbw x 2(2-1)/2 = algbw; send/recv: x 1
+        assert c["algbw_p50_bytes_per_s"] == pytest.approx(size / p50)
+        assert c["busbw_p50_bytes_per_s"] == pytest.approx(size / p50)
+        assert c["link_fraction"] == pytest.approx(size / p50 / link["peak"])
+        # bytes on the wire per rank: the message x the bus factor (1 at 2 ranks)
+        assert w["wire_bytes"] == size
+        assert w["fractions"]["communication"] == pytest.approx(
+            min(size / link["peak"], p50 - w["memory_time_s"]) / p50
+        )
+
+
+def test_tensor_parallel_scaling_and_stragglers_are_reported(two_ranks):
+    doc, summary, _ = two_ranks
+    d = doc["distributed"]
+    (scaling,) = d["scaling"]
+    tp2 = next(w for w in doc["workloads"] if w["id"] == scaling["workload"])
+    tp1 = next(w for w in doc["workloads"] if w["id"] == scaling["reference"])
+    assert scaling["speedup"] == pytest.approx(tp1["stats"]["p50_s"] / tp2["stats"]["p50_s"])
+    assert scaling["efficiency"] == pytest.approx(scaling["speedup"] / 2)
+    # two all-reduces of the b1s32 x 64 fp32 activation on the wire, bus factor 1 at 2 ranks
+    assert tp2["wire_bytes"] == 2 * 1 * 32 * 64 * 4
+    assert len(d["stragglers"]["rank_ratio"]) == 2
+    assert summary["complete"] is True
+
+
+@pytest.fixture(scope="module")
+def smoke_profile(tmp_path_factory):
+    """A device profile to pin, so a quick-profile run here does not calibrate for 20 s."""
+    path = tmp_path_factory.mktemp("profile") / "profile.json"
+    proc = _reviewkit("calibrate", "--profile", "smoke", "--dtype", "fp32", "--out", str(path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return path
+
+
+def test_independent_timing_of_an_all_reduce_agrees(smoke_profile, tmp_path):
+    """A bare torch.distributed loop (no harness) times the same 8 MiB all-reduce as the
+    quick profile: the harness's median lies within a factor of two of it (two processes on a
+    shared 2-core VM; benchmarks/distributed_overhead.py holds it to 0.95-1.05)."""
+    out = tmp_path / "run"
+    proc = _reviewkit(
+        "run", "--distributed", "--nproc", "2", "--profile", "quick", "--dtype", "fp32",
+        "--only", "collective.tp-activation-all-reduce.*", "--device-profile",
+        str(smoke_profile), "--timeout", "60", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (w,) = load_run(out)["workloads"]
+    assert w["params"]["message_bytes"] == 8 << 20  # 512 tokens x 4096 x 4 bytes
+    script = tmp_path / "bare.py"
+    script.write_text(BARE_LOOP)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(w["params"]["elements"]), str(free_port())],
+        capture_output=True, text=True, timeout=HANG_S,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    bare_s = float(proc.stdout.split()[-1])
+    assert 0.5 <= w["stats"]["p50_s"] / bare_s <= 2.0
+
+
+BARE_LOOP = """
+import os, sys, time, statistics, torch, torch.distributed as dist, torch.multiprocessing as mp
+def rank(r, n, port, q):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=r, world_size=2)
+    x = torch.zeros(n)
+    times = []
+    for i in range(60):
+        dist.barrier(); t = time.perf_counter(); dist.all_reduce(x)
+        times.append(time.perf_counter() - t)
+    out = [None, None]; dist.all_gather_object(out, times[10:])
+    if r == 0: q.put(statistics.median(max(a, b) for a, b in zip(*out)))
+    dist.destroy_process_group()
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn"); q = ctx.SimpleQueue()
+    mp.spawn(rank, args=(int(sys.argv[1]), sys.argv[2], q), nprocs=2)
+    print(q.get())
+"""
+
+
+def test_torchrun_launches_the_same_code_path(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), "-m", "reviewkit", "run", "--distributed",
+         "--profile", "smoke", "--dtype", "fp32", "--only", "collective.tp-activation-*",
+         "--timeout", "60", "--out", str(out)],
+        capture_output=True, text=True, timeout=HANG_S,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = load_run(out)
+    assert doc["complete"] and doc["distributed"]["launcher"] == "torchrun"
+    (w,) = doc["workloads"]
+    assert len(w["rank_samples_s"]) == 2 and w["status"] == "ok"
+
+
+def test_a_killed_rank_leaves_an_incomplete_bundle_not_a_hang(tmp_path):
+    out = tmp_path / "run"
+    started = time.monotonic()
+    proc = _reviewkit(
+        "run", "--distributed", "--nproc", "2", "--profile", "smoke", "--dtype", "fp32",
+        "--only", ONLY, "--rounds", "1", "--timeout", "30", "--out", str(out),
+        env={dmeasure.KILL_RANK_ENV: "1:3"},  # rank 1 dies (SIGKILL) before its third step
+    )  # fmt: skip
+    assert time.monotonic() - started < 120
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "measured part is kept" in proc.stderr
+    doc = load_run(out)
+    assert doc["complete"] is False
+    assert doc["distributed"]["incomplete"]
+    statuses = [w["status"] for w in doc["workloads"]]
+    assert statuses.count("ok") == 2  # the two steps before rank 1 died
+    for w in doc["workloads"]:
+        if w["status"] != "ok":
+            assert w["reason"].startswith("not measured: ")
+            assert w["samples_s"] == []
+
+
+def test_a_rendezvous_nobody_joins_times_out_with_a_clear_error(tmp_path):
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
+    started = time.monotonic()
+    proc = _reviewkit(
+        "run", "--distributed", "--profile", "smoke", "--dtype", "fp32", "--timeout", "3",
+        "--out", str(tmp_path / "run"), env=env, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - started < 50
+    assert proc.returncode == 1
+    assert "rendezvous" in proc.stderr and "within 3 s" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unavailable_backend_and_missing_launcher_are_usage_errors(tmp_path):
+    proc = _reviewkit("run", "--distributed", "--nproc", "2", "--backend", "nccl",
+                      "--profile", "smoke", "--out", str(tmp_path / "r"))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--backend nccl" in proc.stderr and "Traceback" not in proc.stderr
+    env = {k: "" for k in dmeasure.TORCHRUN_ENV}
+    proc = _reviewkit("run", "--distributed", "--profile", "smoke",
+                      "--out", str(tmp_path / "r"), env=env)  # fmt: skip
+    assert proc.returncode == 2
+    assert "torchrun --nproc-per-node N" in proc.stderr and "--nproc N" in proc.stderr
+    proc = _reviewkit("run", "--nproc", "2", "--profile", "smoke", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "add it" in proc.stderr
+
+
+def test_ranks_that_disagree_are_named():
+    same = {"suite_hash": "a", "distributed_hash": "d", "reviewkit": "1", "torch": "2",
+            "request": ["smoke", ["fp32"], None]}  # fmt: skip
+    assert dmeasure._disagreement([same, dict(same)]) == ""
+    why = dmeasure._disagreement([same, {**same, "suite_hash": "b"}])
+    assert "suite_hash" in why and "rank 0 has 'a', rank 1 'b'" in why
+    assert "same reviewkit" in why
+
+
+def test_step_time_is_the_slowest_rank_per_call():
+    assert rank_kernels.step_samples([[1.0, 5.0, 2.0], [3.0, 1.0, 2.5]]) == [3.0, 5.0, 2.5]
+
+
+def test_ranks_sharing_a_cpu_divide_its_ceilings():
+    ceilings = {
+        "threads": 2,
+        "compute": {"fp32": {"peak": 100.0, "measured": 100.0}},
+        "memory": [
+            {"level": "l1", "peak": 80.0},
+            {"level": "dram", "peak": 30.0, "shared": True},
+        ],
+        "bandwidth": {"peak": 30.0},
+    }
+    out = dmeasure.share_ceilings(ceilings, rank_threads=1, ranks_per_host=2)
+    # one of two threads: half the compute and half a private cache's bandwidth; DRAM is one
+    # pool shared by the two ranks: half each
+    assert out["compute"]["fp32"]["peak"] == 50.0 and out["compute"]["fp32"]["measured"] == 50.0
+    assert [lv["peak"] for lv in out["memory"]] == [40.0, 15.0]
+    assert out["bandwidth"]["peak"] == 15.0
+    assert "2 rank(s) share this host's CPU" in out["rank_share"]["reason"]
+    assert ceilings["compute"]["fp32"]["peak"] == 100.0  # the profile itself is untouched
+
+
+def test_tensor_parallel_layer_flops_match_torchs_counter():
+    """The per-rank FLOPs of the sharded layer, counted by torch's FlopCounterMode on one rank
+    of a one-process gloo group (its all-reduce is then a no-op)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from reviewkit.suite import workloads as suite
+
+    store = torch.distributed.HashStore()
+    torch.distributed.init_process_group("gloo", rank=0, world_size=1, store=store)
+    try:
+        info = rank_kernels.RankInfo(0, 1, 0, 1)
+        dims = suite._smoke(suite.GPT2_SMALL)
+        for tp in (1, 2, 4):
+            spec = coll.tp_decoder_layer(dims, 1, 32, tp, "fp32")
+            layer = rank_kernels.build(spec, torch.device("cpu"), info)
+            # no formula for CPU's fused attention: the math backend decomposes it into bmm's
+            # over the full square (with the causal mask applied afterwards), as counted
+            with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
+                layer()
+            # d 64, ffn 256, b 1, s 32: (2 x 32 x (3x64x64 + 64x64 + 2x64x256) + 4x32x32x64) / tp
+            assert (
+                spec.matmul_flops
+                == (2 * 32 * (4 * 64 * 64 + 2 * 64 * 256) + 4 * 32 * 32 * 64) // tp
+            )
+            assert counter.get_total_flops() == spec.matmul_flops
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_straggler_probes_are_the_suites_own_workloads():
+    from reviewkit.suite import workloads as suite
+
+    specs = coll.distributed_specs("quick", ("fp32",), 2)
+    probes = [s for s in specs if s.params.get("role") == coll.PROBE]
+    singles = {s.id for s in suite.workloads("quick", ("fp32",))}
+    assert [p.layer_type for p in probes] == ["gemm", "norm"]
+    assert all(p.id in singles for p in probes)  # comparable with a one-process run
+
+
+def test_bare_timing_helper_is_a_median():
+    assert statistics.median([3.0, 1.0, 2.0]) == 2.0
