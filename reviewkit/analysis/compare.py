@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from reviewkit.analysis.distributed import scaling_notes
 from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
     CALL_PAIRED,
@@ -427,6 +428,7 @@ def compare(
     different = _fingerprint_warning(base_doc, cand_doc)
     if different:
         warnings.append(different)
+    warnings += scaling_notes(base_doc, cand_doc)
     shifts = ceiling_shifts(base_doc, cand_doc) if same_device else {}
     for what, shift in shifts.items():
         if abs(shift) > margins.max_ceiling_shift:

@@ -47,16 +47,19 @@ def collective_bandwidth(w: dict, world_size: int, link_bytes_per_s: float | Non
 
 def stragglers(workloads: list[dict], world_size: int, ratio: float = coll.STRAGGLER_RATIO):
     """Ranks whose straggler probes (compute workloads every rank runs alike) take `ratio` or
-    more of the median rank's time: the geometric mean over the probes of each rank's median
-    over the median rank's. Returns (per-rank ratios, flagged ranks)."""
+    more of the other ranks' median time: the geometric mean over the probes of each rank's
+    median over the median of the others' (leave-one-out, so at two ranks a rank is held
+    against the other one, not against a median it is half of). Returns (per-rank ratios,
+    flagged ranks)."""
     logs: list[list[float]] = [[] for _ in range(world_size)]
     for w in workloads:
         if w.get("params", {}).get("role") != coll.PROBE or not w.get("skew"):
             continue
         medians = w["skew"]["rank_median_s"]
-        middle = statistics.median(medians)
         for rank, m in enumerate(medians):
-            logs[rank].append(math.log(m / middle))
+            others = medians[:rank] + medians[rank + 1 :]
+            if others:
+                logs[rank].append(math.log(m / statistics.median(others)))
     if not all(logs):
         return [], []
     ratios = [math.exp(sum(values) / len(values)) for values in logs]
@@ -84,6 +87,34 @@ def scaling_efficiency(workloads: list[dict]) -> list[dict]:
             "communication_fraction": (w.get("fractions") or {}).get("communication"),
         })  # fmt: skip
     return out
+
+
+def world_size(doc: dict) -> int:
+    return ((doc.get("distributed") or {}).get("world_size")) or 1
+
+
+def scaling_notes(base_doc: dict, cand_doc: dict) -> list[str]:
+    """World sizes that differ, and each multi-rank run's scaling efficiency against one rank
+    (its tensor-parallel layer at tp = N against the unsharded layer, measured in that run)."""
+    worlds = (world_size(base_doc), world_size(cand_doc))
+    if worlds == (1, 1):
+        return []
+    notes = []
+    if worlds[0] != worlds[1]:
+        notes.append(
+            f"world size {worlds[0]} -> {worlds[1]}: workloads of the same id are compared per "
+            "call (per rank for a multi-rank run: the slowest rank's time per call)"
+        )
+    for label, doc in (("baseline", base_doc), ("candidate", cand_doc)):
+        for s in (doc.get("distributed") or {}).get("scaling") or []:
+            comm = s.get("communication_fraction")
+            notes.append(
+                f"{label} scaling against world size 1: the tensor-parallel layer at tp "
+                f"{s['tp']} ({s['dtype']}) runs {s['speedup']:.2f}x the unsharded layer, "
+                f"efficiency {s['efficiency']:.0%}"
+                + (f", communication {comm:.1%} of its time" if comm is not None else "")
+            )
+    return notes
 
 
 def analyse(doc: dict) -> None:

@@ -38,13 +38,13 @@ def distributed_lines(doc: dict) -> list[str]:
         for f in st["flagged"]:
             lines.append(
                 f"[red]straggler[/]: rank {f['rank']} on {escape(str(f['host']))} runs the "
-                f"compute probes {f['ratio']:.2f}x the median rank (threshold "
+                f"compute probes {f['ratio']:.2f}x the other ranks' median (threshold "
                 f"{st['ratio_threshold']:.2f}x): a bad device, throttling or a noisy neighbour"
             )
     elif st.get("rank_ratio"):
         worst = max(st["rank_ratio"])
         lines.append(f"no straggler: the slowest rank runs the compute probes {worst:.2f}x the "
-                     f"median rank (threshold {st['ratio_threshold']:.2f}x)")  # fmt: skip
+                     f"other ranks' median (threshold {st['ratio_threshold']:.2f}x)")  # fmt: skip
     for sc in d.get("scaling") or []:
         comm = sc.get("communication_fraction")
         lines.append(

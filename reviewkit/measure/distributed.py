@@ -273,6 +273,7 @@ def _measure(request, info, device, backend, specs, progress) -> dict | None:
             r, device, energy, runner.sensors.POWERCAP, policy, plan_of_rounds, started
         )
         doc["only"] = r.only
+        doc["knobs"].update(world_size=world, backend=backend)
         records = [runner._base_record(s, reproduce_command(s, request, world)) for s in specs]
         for record, spec in zip(records, specs, strict=True):
             record["energy"] = energy_absent("not metered under --distributed")

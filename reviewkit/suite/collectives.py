@@ -108,9 +108,10 @@ def messages(profile: str) -> tuple[CollectiveMessage, ...]:
 
 # --- the distributed part of the suite: what every rank measures under torchrun -------------
 
-# A rank whose compute workloads take this much longer than the median rank's is a straggler
-# (issue 16): a bad device, thermal throttling or a noisy neighbour, not run-to-run noise (the
-# A/A spread of one workload's median on a shared 2-core VM is 1-2%, docs/benchmarks.md).
+# A rank whose compute workloads take this much longer than the other ranks' median is a
+# straggler (issue 16): a bad device, thermal throttling or a noisy neighbour, not run-to-run
+# noise (the A/A spread of one workload's median on a shared 2-core VM is 1-2%,
+# docs/benchmarks.md).
 STRAGGLER_RATIO = 1.10
 # The in-run link ceiling: a broadcast (bus factor 1: busbw = algbw) large enough that the
 # per-call latency is a few percent of the transfer, best of several trials, as `calibrate`

@@ -3,6 +3,7 @@
 from reviewkit.review.checks import (
     bottleneck,  # noqa: F401  (registers its checks)
     claim,  # noqa: F401  (registers its checks)
+    distributed,  # noqa: F401  (registers its checks)
     evidence,  # noqa: F401  (registers its checks)
     stack,  # noqa: F401  (registers its checks)
 )

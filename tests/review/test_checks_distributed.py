@@ -1,0 +1,167 @@
+"""The multi-device check and the distributed analysis it reads, on bundles worked by hand:
+communication share, tensor-parallel scaling efficiency, stragglers, incomplete runs."""
+
+from __future__ import annotations
+
+import pytest
+from runfactory import complete_review, write_review
+
+from reviewkit.analysis import distributed as dist_analysis
+from reviewkit.analysis.roofline import analyse_run
+from reviewkit.review.checks import FAIL, MISSING, PASS, WARN, Context
+from reviewkit.review.checks.distributed import multi_device
+from reviewkit.review.reviewfile import load_review
+from reviewkit.suite import collectives as coll
+
+MIB = 1 << 20
+
+
+def _workload(wid, layer_type, kernel, params, per_rank, flops=0, nbytes=1024, wire=None):
+    w = {
+        "id": wid, "layer_type": layer_type, "kernel": kernel, "source_model": "hand",
+        "dtype": "fp32", "status": "ok", "reason": "", "inputs": [], "params": params,
+        "flops": flops, "matmul_flops": flops, "bytes": nbytes, "definition_hash": "0" * 16,
+        "samples_s": [max(c) for c in zip(*per_rank, strict=True)],
+        "rank_samples_s": per_rank, "warmup_samples_s": [], "stopped_by": "target",
+        "round_sizes": [len(per_rank[0])], "reproduce": "",
+    }  # fmt: skip
+    if wire is not None:
+        w["wire_bytes"] = wire
+    return w
+
+
+def distributed_doc(t1_s=0.060, t2_s=0.040, probe_slowdown=1.0, incomplete=None) -> dict:
+    """Two ranks: an 8 MiB all-reduce taking 8 ms on both, the decoder layer at tp 2 (t2_s)
+    and unsharded (t1_s), and a gemm probe of 10 ms that rank 1 runs `probe_slowdown` x."""
+    n = 21
+    probe = {"role": coll.PROBE}
+    workloads = [
+        _workload("collective.ar.8MiB.fp32", "collective", "all_reduce",
+                  {"op": "all_reduce", "message_bytes": 8 * MIB, "elements": 2 * MIB,
+                   "world_size": 2}, [[0.008] * n, [0.008] * n], nbytes=16 * MIB,
+                  wire=8 * MIB),
+        _workload("model.tp.tp2.fp32", "model", coll.TP_DECODER_KERNEL, {"tp": 2},
+                  [[t2_s] * n, [t2_s] * n], flops=int(2e9), wire=2 * MIB),
+        _workload("model.tp.tp1.fp32", "model", coll.TP_DECODER_KERNEL, {"tp": 1},
+                  [[t1_s] * n, [t1_s] * n], flops=int(4e9), wire=0),
+        _workload("gemm.probe.fp32", "gemm", "linear", probe,
+                  [[0.010] * n, [0.010 * probe_slowdown] * n], flops=int(6e8)),
+    ]  # fmt: skip
+    doc = {
+        "tool": {"name": "reviewkit", "version": "test"},
+        "complete": incomplete is None,
+        "profile": "quick",
+        "suite": {"name": "reviewkit-core", "version": "1.1", "hash": "h"},
+        "environment": {},
+        "knobs": {"device": "cpu", "dtypes": ["fp32"]},
+        "ceilings": {
+            "compute": {"fp32": {"peak": 1e11}},
+            "bandwidth": {"peak": 3e10},
+            "interconnect": {"peak": 4e9},
+        },
+        "workloads": workloads,
+        "distributed": {
+            "world_size": 2,
+            "backend": "gloo",
+            "ranks": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "b"}],
+            "incomplete": incomplete,
+        },
+    }
+    if incomplete:
+        doc["interrupted"] = f"incomplete: {incomplete}"
+    return analyse_run(doc)
+
+
+def test_collective_numbers_by_hand():
+    doc = distributed_doc()
+    ar = doc["workloads"][0]
+    # 8 MiB in 8 ms: algbw = 8388608 / 0.008 = 1.048576 GB/s; at 2 ranks busbw = algbw x 1;
+    # over a 4 GB/s link: 26.2%
+    c = ar["collective"]
+    assert c["algbw_p50_bytes_per_s"] == pytest.approx(1.048576e9)
+    assert c["busbw_p50_bytes_per_s"] == pytest.approx(1.048576e9)
+    assert c["link_fraction"] == pytest.approx(1.048576e9 / 4e9)
+    # t_comm = 8 MiB / 4e9 = 2.097 ms of 8 ms; t_m = 16 MiB / 3e10 = 0.559 ms
+    # communication = min(2.097, 8 - 0.559) / 8 = 26.2%; overhead = (8 - 0.559 - 2.097) / 8
+    f = ar["fractions"]
+    assert f["communication"] == pytest.approx(8 * MIB / 4e9 / 0.008)
+    assert f["overhead"] == pytest.approx((0.008 - 16 * MIB / 3e10 - 8 * MIB / 4e9) / 0.008)
+    assert sum(f.values()) == pytest.approx(1)
+    assert ar["skew"] == {"rank_median_s": [0.008, 0.008], "max_over_median": 1.0,
+                          "slowest_rank": 0}  # fmt: skip
+
+
+def test_scaling_efficiency_by_hand():
+    (s,) = distributed_doc(t1_s=0.060, t2_s=0.040)["distributed"]["scaling"]
+    # speed-up 60 / 40 = 1.5 at tp 2: efficiency 0.75
+    assert s["speedup"] == pytest.approx(1.5) and s["efficiency"] == pytest.approx(0.75)
+    # its communication: 2 MiB on the wire / 4e9 = 0.524 ms of 40 ms (t_c = 2e9 / 1e11 = 20 ms)
+    assert s["communication_fraction"] == pytest.approx(2 * MIB / 4e9 / 0.040)
+
+
+def test_a_rank_ten_percent_slower_is_a_straggler_five_is_not():
+    slow = distributed_doc(probe_slowdown=1.15)["distributed"]["stragglers"]
+    # each rank against the others' median (at two ranks: the other rank): 10 / 11.5 and
+    # 11.5 / 10
+    assert slow["rank_ratio"] == pytest.approx([10 / 11.5, 1.15])
+    assert slow["flagged"] == [{"rank": 1, "host": "b", "ratio": pytest.approx(1.15)}]
+    assert distributed_doc(probe_slowdown=1.05)["distributed"]["stragglers"]["flagged"] == []
+    # three ranks: rank 1 at 11.2 ms against the others' 10 ms reads 1.12, flagged; the
+    # others read 10 / median(10, 11.2) = 10 / 10.6
+    ratios, flagged = dist_analysis.stragglers(
+        [{"params": {"role": coll.PROBE}, "skew": {"rank_median_s": [0.010, 0.0112, 0.010]}}],
+        3,
+    )
+    assert ratios == pytest.approx([10 / 10.6, 1.12, 10 / 10.6]) and flagged == [1]
+    ratios, flagged = dist_analysis.stragglers(
+        [{"params": {"role": coll.PROBE}, "skew": {"rank_median_s": [0.010, 0.0105, 0.010]}}],
+        3,
+    )
+    assert flagged == []
+
+
+@pytest.fixture
+def review(tmp_path):
+    return load_review(write_review(tmp_path / "r", complete_review()))
+
+
+def _ctx(review, candidate: dict) -> Context:
+    base = analyse_run(
+        {**distributed_doc(), "distributed": None, "workloads": [], "ceilings": {}}
+    )  # one process
+    cand_path = review.candidates[0]
+    return Context(
+        review, base, [(cand_path, candidate)], [], params={"min_scaling_efficiency": 0.5}
+    )
+
+
+def test_multi_device_check(review):
+    assert multi_device(_ctx(review, analyse_run({**distributed_doc(), "distributed": None})))\
+        .status == PASS  # fmt: skip
+    ok = multi_device(_ctx(review, distributed_doc(t1_s=0.060, t2_s=0.040)))
+    assert ok.status == PASS
+    assert "scaling efficiency 75.0% at tp 2" in ok.summary
+    assert "communication 26.2% of the collectives' time" in ok.summary
+    low = multi_device(_ctx(review, distributed_doc(t1_s=0.060, t2_s=0.070)))
+    assert low.status == WARN and "below the rubric's 50% minimum" in low.summary
+    straggling = multi_device(_ctx(review, distributed_doc(probe_slowdown=1.2)))
+    assert straggling.status == WARN and "straggler rank 1 (1.20x" in straggling.summary
+    broken = multi_device(_ctx(review, distributed_doc(incomplete="rank 1 died")))
+    assert broken.status == FAIL and "rank 1 died" in broken.summary
+    lacking = distributed_doc()
+    lacking["distributed"]["scaling"] = []
+    assert multi_device(_ctx(review, lacking)).status == MISSING
+
+
+def test_compare_says_world_sizes_and_scaling_against_one_rank():
+    from reviewkit.analysis.compare import compare
+
+    one = analyse_run({**distributed_doc(), "distributed": None})
+    two = distributed_doc(t1_s=0.060, t2_s=0.040)
+    notes = compare(one, two).warnings
+    assert any(n.startswith("world size 1 -> 2") for n in notes)
+    assert (
+        "candidate scaling against world size 1: the tensor-parallel layer at tp 2 (fp32) "
+        "runs 1.50x the unsharded layer, efficiency 75%" in " ".join(notes)
+    )
+    assert not any("world size" in n for n in compare(one, one).warnings)
