@@ -48,7 +48,8 @@ DEFAULT_TIMEOUT_S = 300.0
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl")
 # Fault injection for the failure tests ("RANK:STEP": that rank kills itself with SIGKILL before
-# its STEP-th workload step), as a real rank dies: no Python cleanup, no goodbye to its peers.
+# its STEP-th workload step, as a real rank dies: no Python cleanup, no goodbye to its peers;
+# "RANK:STEP:hang": it stops answering instead, as a rank stuck in a driver call does).
 KILL_RANK_ENV = "REVIEWKIT_TEST_KILL_RANK_AT"
 
 
@@ -208,8 +209,11 @@ def _disagreement(identities: list[dict]) -> str:
 
 def _maybe_die(rank: int, step: int) -> None:
     spec = os.environ.get(KILL_RANK_ENV, "")
-    if spec and spec == f"{rank}:{step}":
+    if spec == f"{rank}:{step}":
         os.kill(os.getpid(), signal.SIGKILL)
+    if spec == f"{rank}:{step}:hang":
+        while True:
+            time.sleep(3600)
 
 
 def run(request: DistributedRequest, on_progress=None) -> dict | None:

@@ -65,11 +65,19 @@ class CollectiveMessage:
 
     name: str
     op: str
-    elements: int
+    elements: int  # at fp32; see `size_bytes`
     source: str
+    # A message defined in bytes whatever the dtype (DDP's bucket cap is 25 MB of gradients,
+    # in fp32 or bf16 alike); None: `elements` of the dtype.
+    size_bytes: int | None = None
+
+    def elements_of(self, dtype: str) -> int:
+        if self.size_bytes is not None:
+            return self.size_bytes // DTYPE_BYTES[dtype]
+        return self.elements
 
     def message_bytes(self, dtype: str) -> int:
-        return self.elements * DTYPE_BYTES[dtype]
+        return self.elements_of(dtype) * DTYPE_BYTES[dtype]
 
 
 LLAMA2_7B_HIDDEN = 4096
@@ -93,7 +101,7 @@ def messages(profile: str) -> tuple[CollectiveMessage, ...]:
                           f"tensor-parallel all-reduce after a row-parallel linear; {src}"),
         CollectiveMessage("ddp-gradient-bucket", ALL_REDUCE, bucket,
                           "DDP gradient bucket (bucket_cap_mb = 25)" if profile != "smoke"
-                          else "a 256 KiB gradient bucket (smoke)"),
+                          else "a 256 KiB gradient bucket (smoke)", size_bytes=bucket * 4),
         CollectiveMessage("moe-token-all-to-all", ALL_TO_ALL, 2 * act,
                           f"MoE dispatch, top-2 routing; {src}"),
         CollectiveMessage("sp-activation-all-gather", ALL_GATHER, act,
@@ -136,7 +144,7 @@ def collective_spec(message: CollectiveMessage, dtype: str, world_size: int):
     and the local memory it touches (the message read and written once)."""
     from reviewkit.suite.workloads import TensorSpec, WorkloadSpec, _wid
 
-    elements = _shard(message.elements, world_size)
+    elements = _shard(message.elements_of(dtype), world_size)
     size = elements * DTYPE_BYTES[dtype]
     return WorkloadSpec(
         id=_wid("collective", message.name, f"{_size_tag(size)}", dtype),

@@ -203,6 +203,22 @@ def test_a_killed_rank_leaves_an_incomplete_bundle_not_a_hang(tmp_path):
             assert w["samples_s"] == []
 
 
+def test_a_rank_that_hangs_times_out_into_an_incomplete_bundle(tmp_path):
+    out = tmp_path / "run"
+    started = time.monotonic()
+    proc = _reviewkit(
+        "run", "--distributed", "--nproc", "2", "--profile", "smoke", "--dtype", "fp32",
+        "--only", ONLY, "--rounds", "1", "--timeout", "5", "--out", str(out),
+        env={dmeasure.KILL_RANK_ENV: "1:2:hang"},  # rank 1 stops answering at its 2nd step
+    )  # fmt: skip
+    # rank 0's collective gives up after 5 s; the hung rank is stopped 5 s after rank 0 exits
+    assert time.monotonic() - started < 90
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    doc = load_run(out)
+    assert doc["complete"] is False and "5 s timeout" in doc["distributed"]["incomplete"]
+    assert [w["status"] for w in doc["workloads"]].count("ok") == 1
+
+
 def test_a_rendezvous_nobody_joins_times_out_with_a_clear_error(tmp_path):
     env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip

@@ -279,6 +279,32 @@ def fit_chart(rows: list[dict]) -> dict:
     return charts.fit_matrix(rows, FIT_SUMMARY)
 
 
+def collective_runs() -> list[dict]:
+    """Two ranks over a 4 GB/s link: an 8 MiB all-reduce in 8 ms (the line is at 2.1 ms), a
+    16 MiB all-to-all (8 MiB on the wire at 2 ranks) in 7.5 ms."""
+    return [
+        {
+            "label": "candidate 1",
+            "link_bytes_per_s": 4e9,
+            "collectives": [
+                {"id": "collective.tp-activation-all-reduce.8MiB.fp32", "op": "all_reduce",
+                 "wire_bytes": 8 << 20, "p50_s": 0.008, "p99_s": 0.013,
+                 "busbw_bytes_per_s": 1.05e9, "skew": 1.01},
+                {"id": "collective.moe-token-all-to-all.16MiB.fp32", "op": "all_to_all",
+                 "wire_bytes": 8 << 20, "p50_s": 0.0075, "p99_s": 0.010,
+                 "busbw_bytes_per_s": 1.1e9, "skew": 1.0},
+            ],
+        }
+    ]  # fmt: skip
+
+
+def skew_rows() -> list[dict]:
+    return [
+        {"run": "candidate 1", "workload": "gemm.probe", "rank": rank, "ratio": ratio}
+        for rank, ratio in ((0, 1.0), (1, 1.15))
+    ]
+
+
 # name, chart function, input builder, a label from the input that the SVG must show
 CASES = [
     ("roofline", charts.roofline, roofline_runs, "softmax"),
@@ -296,6 +322,8 @@ CASES = [
     ("quality_drift", quality_chart, quality_rows, "model.decoder.b1s256"),
     ("platform_matrix", platform_chart, platform_cells, "gemm.ffn-up.b4s512"),
     ("fit_matrix", fit_chart, fit_rows, "shape not recorded"),
+    ("collective_times", charts.collective_times, collective_runs, "all_reduce"),
+    ("rank_skew", charts.rank_skew, skew_rows, "rank 1"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -350,6 +378,15 @@ def test_empty_input_shows_no_data(name, fn, build, label):
     assert spec["mark"]["type"] == "text"
     assert values(spec, spec) == [{"message": "no data"}]
     assert ">no data<" in charts.to_svg(spec)
+
+
+def test_collective_link_line_is_bytes_over_bandwidth():
+    spec = charts.collective_times(collective_runs())
+    line = rows_with(spec, "ceiling")
+    # both points carry 8 MiB: the line spans 4 to 16 MiB, at t = bytes / 4e9 (ms)
+    assert [r["wire_mib"] for r in line] == [4.0, 16.0]
+    assert line[0]["ms"] == pytest.approx(4 * (1 << 20) / 4e9 * 1e3)
+    assert line[0]["ceiling"] == "candidate 1 link 4 GB/s"
 
 
 def test_roofline_ceiling_is_min_of_peak_and_bandwidth_line():
@@ -637,3 +674,21 @@ def test_the_in_memory_svg_cache_is_bounded(monkeypatch):
     for i in range(convert.SVG_MEMO_ENTRIES + 10):
         convert.to_svg({"i": i})
     assert len(convert._SVG_CACHE) == convert.SVG_MEMO_ENTRIES
+
+
+def test_time_decomposition_adds_communication_only_for_a_multi_rank_row():
+    one = charts.time_decomposition(decomposition_rows())
+    assert {r["component"] for r in rows_with(one, "component")} == {
+        "compute",
+        "memory stall",
+        "overhead",
+    }
+    # a collective: 0% compute, 7.6% stall, 68% overhead, 24.4% communication (sums to 1)
+    row = {"run": "candidate fp32", "layer_type": "collective", "compute": 0.0,
+           "memory_stall": 0.076, "overhead": 0.68, "communication": 0.244}  # fmt: skip
+    spec = charts.time_decomposition([*decomposition_rows(), row])
+    shares = {r["component"]: r["share"] for r in rows_with(spec, "component")
+              if r["layer_type"] == "collective"}  # fmt: skip
+    assert shares == {"compute": 0.0, "memory stall": 0.076, "overhead": 0.68,
+                      "communication": 0.244}  # fmt: skip
+    assert sum(shares.values()) == pytest.approx(1.0)

@@ -206,6 +206,33 @@ def test_several_candidates_get_the_trade_view(tmp_path):
     assert [d["candidate"] for d in model["knob_diffs"]] == ["candidate 1", "candidate 2"]
 
 
+def test_a_multi_rank_candidate_gets_the_communication_section(tmp_path):
+    from runfactory import distributed_doc
+
+    from reviewkit.bundle.run import write_run
+
+    folder = tmp_path / "review"
+    path = write_review(folder, complete_review())
+    write_run(folder / "runs" / "cand", distributed_doc(t1_s=0.060, t2_s=0.040))
+    result = write_packet(path, tmp_path / "out", pdf=False)
+    model = json.loads(result.json.read_text())
+    (c,) = model["communication"]
+    assert c["world_size"] == 2 and c["link_gb_per_s"] == 4.0
+    assert c["scaling"][0]["efficiency"] == 0.75  # 60 ms / 40 ms over tp 2, by hand
+    for name in ("collective_times", "rank_skew"):
+        charts.validate(model["charts"][name])
+    page = result.html.read_text()
+    assert '<section id="communication">' in page and 'href="#communication"' in page
+    assert "1.50\u00d7 the unsharded layer, efficiency 75.0%" in page
+
+
+def test_a_one_process_review_has_no_communication_section(packet):
+    result, _ = packet
+    model = json.loads(result.json.read_text())
+    assert model["communication"] == [] and "collective_times" not in model["charts"]
+    assert 'id="communication"' not in result.html.read_text()
+
+
 def test_markdown_sanitiser():
     html = markdown_html("**bold** <b onclick=x>raw</b> [a](javascript:x) [b](./runs/x.json)\n\n"
                          "<script>alert(1)</script>")  # fmt: skip

@@ -4,7 +4,7 @@ communication share, tensor-parallel scaling efficiency, stragglers, incomplete 
 from __future__ import annotations
 
 import pytest
-from runfactory import complete_review, write_review
+from runfactory import complete_review, distributed_doc, write_review
 
 from reviewkit.analysis import distributed as dist_analysis
 from reviewkit.analysis.roofline import analyse_run
@@ -14,62 +14,6 @@ from reviewkit.review.reviewfile import load_review
 from reviewkit.suite import collectives as coll
 
 MIB = 1 << 20
-
-
-def _workload(wid, layer_type, kernel, params, per_rank, flops=0, nbytes=1024, wire=None):
-    w = {
-        "id": wid, "layer_type": layer_type, "kernel": kernel, "source_model": "hand",
-        "dtype": "fp32", "status": "ok", "reason": "", "inputs": [], "params": params,
-        "flops": flops, "matmul_flops": flops, "bytes": nbytes, "definition_hash": "0" * 16,
-        "samples_s": [max(c) for c in zip(*per_rank, strict=True)],
-        "rank_samples_s": per_rank, "warmup_samples_s": [], "stopped_by": "target",
-        "round_sizes": [len(per_rank[0])], "reproduce": "",
-    }  # fmt: skip
-    if wire is not None:
-        w["wire_bytes"] = wire
-    return w
-
-
-def distributed_doc(t1_s=0.060, t2_s=0.040, probe_slowdown=1.0, incomplete=None) -> dict:
-    """Two ranks: an 8 MiB all-reduce taking 8 ms on both, the decoder layer at tp 2 (t2_s)
-    and unsharded (t1_s), and a gemm probe of 10 ms that rank 1 runs `probe_slowdown` x."""
-    n = 21
-    probe = {"role": coll.PROBE}
-    workloads = [
-        _workload("collective.ar.8MiB.fp32", "collective", "all_reduce",
-                  {"op": "all_reduce", "message_bytes": 8 * MIB, "elements": 2 * MIB,
-                   "world_size": 2}, [[0.008] * n, [0.008] * n], nbytes=16 * MIB,
-                  wire=8 * MIB),
-        _workload("model.tp.tp2.fp32", "model", coll.TP_DECODER_KERNEL, {"tp": 2},
-                  [[t2_s] * n, [t2_s] * n], flops=int(2e9), wire=2 * MIB),
-        _workload("model.tp.tp1.fp32", "model", coll.TP_DECODER_KERNEL, {"tp": 1},
-                  [[t1_s] * n, [t1_s] * n], flops=int(4e9), wire=0),
-        _workload("gemm.probe.fp32", "gemm", "linear", probe,
-                  [[0.010] * n, [0.010 * probe_slowdown] * n], flops=int(6e8)),
-    ]  # fmt: skip
-    doc = {
-        "tool": {"name": "reviewkit", "version": "test"},
-        "complete": incomplete is None,
-        "profile": "quick",
-        "suite": {"name": "reviewkit-core", "version": "1.1", "hash": "h"},
-        "environment": {},
-        "knobs": {"device": "cpu", "dtypes": ["fp32"]},
-        "ceilings": {
-            "compute": {"fp32": {"peak": 1e11}},
-            "bandwidth": {"peak": 3e10},
-            "interconnect": {"peak": 4e9},
-        },
-        "workloads": workloads,
-        "distributed": {
-            "world_size": 2,
-            "backend": "gloo",
-            "ranks": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "b"}],
-            "incomplete": incomplete,
-        },
-    }
-    if incomplete:
-        doc["interrupted"] = f"incomplete: {incomplete}"
-    return analyse_run(doc)
 
 
 def test_collective_numbers_by_hand():

@@ -108,3 +108,11 @@ def test_the_four_fractions_always_sum_to_one(t, t_c, t_m, t_comm):
     assert total == pytest.approx(1.0)
     assert min(r.compute_fraction, r.memory_stall_fraction, r.communication_fraction,
                r.overhead_fraction) >= 0  # fmt: skip
+
+
+def test_ddp_bucket_is_25_mib_of_gradients_in_any_dtype():
+    # bucket_cap_mb = 25 caps the bucket's bytes: 6553600 fp32 or 13107200 bf16 gradients
+    specs = {s.dtype: s for s in c.distributed_specs("quick", ("fp32", "bf16"), 2)
+             if s.id.startswith("collective.ddp-gradient-bucket")}  # fmt: skip
+    assert specs["fp32"].params["message_bytes"] == specs["bf16"].params["message_bytes"]
+    assert specs["bf16"].params["elements"] == 25 * c.MIB // 2

@@ -9,6 +9,7 @@ from reviewkit.render.charts.base import (
     VERDICT_COLOURS,
     WIDTH,
 )
+from reviewkit.render.charts.communication import collective_times, rank_skew
 from reviewkit.render.charts.comparison import (
     MAX_PLATFORM_ROWS,
     MISSING_CELL,
@@ -49,6 +50,7 @@ __all__ = [
     "VEGALITE_VERSION",
     "VERDICT_COLOURS",
     "WIDTH",
+    "collective_times",
     "fit_matrix",
     "forest",
     "javascript_bundle",
@@ -58,6 +60,7 @@ __all__ = [
     "perf_per_watt",
     "platform_matrix",
     "quality_drift",
+    "rank_skew",
     "risk_map",
     "roofline",
     "shape_heatmap",

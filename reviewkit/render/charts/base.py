@@ -70,6 +70,8 @@ COMPONENTS = (
     ("memory_stall", "memory stall", "#F58518"),
     ("overhead", "overhead", "#BAB0AC"),
 )
+# A multi-rank run's fourth share (design.md, "Communication"): drawn only when a row has it.
+COMMUNICATION_COMPONENT = ("communication", "communication", "#54A24B")
 
 
 PERCENTILE_COLOURS = {"p50": "#000000", "p95": "#6A3D9A", "p99": "#C51B7D"}  # apart in lightness

@@ -10,6 +10,7 @@ from reviewkit.render.charts.base import (
     BAR_PX,
     CATEGORY_SCHEME,
     CEILING_COLOUR,
+    COMMUNICATION_COMPONENT,
     COMPONENTS,
     GIGA,
     GROUP_GAP_PX,
@@ -288,20 +289,24 @@ def stall_by_layer(rows: list[dict]) -> dict:
 
 @_memo
 def time_decomposition(rows: list[dict]) -> dict:
-    """Stacked bars of compute / memory stall / overhead, a panel per layer type, a bar per run."""
+    """Stacked bars of compute / memory stall / overhead (and communication, when a multi-rank
+    run's row has it), a panel per layer type, a bar per run."""
     title = "Where the time goes, by layer type"
     data, dropped = [], 0
+    communicates = any(_positive(r.get("communication")) for r in rows)
+    components = COMPONENTS + ((COMMUNICATION_COMPONENT,) if communicates else ())
     for r in rows:
         if not all(_finite(r.get(key)) for key, _, _ in COMPONENTS):
             dropped += 1  # a partial stack would look like a complete one
             continue
-        for order, (key, name, _) in enumerate(COMPONENTS):
+        for order, (key, name, _) in enumerate(components):
             data.append(
                 {
                     "run": str(r["run"]),
                     "layer_type": str(r["layer_type"]),
                     "component": name,
-                    "share": float(r[key]),
+                    # one process puts nothing on a wire: communication 0 where not recorded
+                    "share": float(r.get(key) or 0.0),
                     "order": order,
                 }
             )
@@ -311,7 +316,7 @@ def time_decomposition(rows: list[dict]) -> dict:
     runs = _unique(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"]), d["order"]))
-    names = [name for _, name, _ in COMPONENTS]
+    names = [name for _, name, _ in components]
     chart = (
         alt.Chart(_data(data))
         .mark_bar()
@@ -326,7 +331,7 @@ def time_decomposition(rows: list[dict]) -> dict:
             color=alt.Color(
                 "component:N",
                 title="component",
-                scale=alt.Scale(domain=names, range=[c for _, _, c in COMPONENTS]),
+                scale=alt.Scale(domain=names, range=[c for _, _, c in components]),
                 sort=names,
             ),
             order=alt.Order("order:Q"),

@@ -3,6 +3,8 @@ production-evidence sections' in their own modules (sweep, soak, energy, quality
 
 from __future__ import annotations
 
+import statistics
+
 from reviewkit.analysis.sla import calls_per_s
 from reviewkit.render.packet.energy import energy_charts
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
@@ -34,6 +36,43 @@ def draw_charts(
         **soak_charts(report, charts),
         **energy_charts(runs, charts),
         **quality_charts(report, charts),
+        **_communication_charts(runs, charts),
+    }
+
+
+def _communication_charts(runs: list[tuple[str, dict]], charts) -> dict:
+    """Collective time against bytes on the wire, and the skew across ranks, for the runs
+    measured on several ranks (none: no charts, and the section is left out)."""
+    multi = [(label, doc) for label, doc in runs if doc.get("distributed")]
+    if not multi:
+        return {}
+    collective_runs, skew_rows = [], []
+    for label, doc in multi:
+        link = ((doc.get("ceilings") or {}).get("interconnect") or {}).get("peak")
+        collective_runs.append({
+            "label": label, "link_bytes_per_s": link,
+            "collectives": [
+                {"id": w["id"], "op": w["collective"]["op"], "wire_bytes": w.get("wire_bytes"),
+                 "p50_s": w["stats"]["p50_s"], "p99_s": w["stats"]["p99_s"],
+                 "busbw_bytes_per_s": w["collective"]["busbw_p50_bytes_per_s"],
+                 "skew": (w.get("skew") or {}).get("max_over_median")}
+                for w in doc["workloads"] if w.get("collective") and w.get("stats")
+            ],
+        })  # fmt: skip
+        for w in doc["workloads"]:
+            skew = w.get("skew")
+            if not skew:
+                continue
+            medians = skew["rank_median_s"]
+            # each rank against the others' median, as stragglers are judged
+            skew_rows += [
+                {"run": label if len(multi) > 1 else "", "workload": w["id"], "rank": rank,
+                 "ratio": m / statistics.median(medians[:rank] + medians[rank + 1 :])}
+                for rank, m in enumerate(medians) if len(medians) > 1
+            ]  # fmt: skip
+    return {
+        "collective_times": charts.collective_times(collective_runs),
+        "rank_skew": charts.rank_skew(skew_rows),
     }
 
 
@@ -92,6 +131,7 @@ def _layer_charts(layer_rows: list[dict], charts) -> dict:
             "compute": row["compute_fraction"],
             "memory_stall": row["memory_stall_fraction"],
             "overhead": row["overhead_fraction"],
+            "communication": row.get("communication_fraction") or 0.0,
         }
         for row in layer_rows
     ]

@@ -70,6 +70,27 @@ def _layer_rows(label: str, doc: dict) -> list[dict]:
     return rows
 
 
+def _communication(label: str, doc: dict) -> dict:
+    """A multi-rank run as the packet's "Communication" section shows it."""
+    d = doc["distributed"]
+    link = (doc.get("ceilings") or {}).get("interconnect") or {}
+    stragglers = d.get("stragglers") or {}
+    return {
+        "run": label,
+        "world_size": d["world_size"],
+        "backend": d.get("backend"),
+        "hosts": {h: len(r) for h, r in (d.get("hosts") or {}).items()},
+        "link_gb_per_s": link["peak"] / 1e9 if link.get("peak") else None,
+        "link_method": link.get("measured_method") or link.get("reason") or "",
+        "link_datasheet_gb_per_s": link["datasheet"] / 1e9 if link.get("datasheet") else None,
+        "scaling": d.get("scaling") or [],
+        "stragglers": stragglers.get("flagged") or [],
+        "straggler_threshold": stragglers.get("ratio_threshold"),
+        "worst_rank_ratio": max(stragglers.get("rank_ratio") or [0.0]) or None,
+        "incomplete": d.get("incomplete"),
+    }
+
+
 def _headline(report: Report) -> dict:
     """The one primary metric trend: the end-to-end model's latency if measured, else the
     layer type with the largest time share."""
@@ -338,6 +359,9 @@ def build_model(report: Report) -> dict:
         "environment": [_environment(label, doc) for label, doc in runs],
         "artifacts": _artifacts(report),
         "warnings": list(report.warnings),
+        "communication": [
+            _communication(label, doc) for label, doc in runs if doc.get("distributed")
+        ],
     }
     matrix = build_matrix(runs, r.sla_targets)
     model["platforms"] = _platforms_model(matrix)
