@@ -300,10 +300,24 @@ def suite_cmd(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    distributed: bool = typer.Option(
+        False, "--distributed", help="list the part `run --distributed` measures on every rank"
+    ),
+    world_size: int = typer.Option(2, help="with --distributed: the ranks it is planned for"),
     as_json: bool = typer.Option(False, "--json", help="print the definitions as JSON"),
 ) -> None:
     """List the suite's workloads (ids, FLOPs, bytes) without measuring."""
-    specs = suite.plan_specs(profile, _dtypes(dtype), only)
+    if distributed:
+        from reviewkit.suite.collectives import distributed_specs
+
+        if world_size < 1:
+            raise UsageError(f"--world-size {world_size}: expected a positive number of ranks")
+        suite.plan_specs(profile, _dtypes(dtype), None)  # validates profile and dtypes
+        specs = distributed_specs(profile, _dtypes(dtype), world_size, only)
+        if not specs:
+            raise UsageError(f"--only {only!r} matches no workload of the distributed part")
+    else:
+        specs = suite.plan_specs(profile, _dtypes(dtype), only)
     ident = suite.suite_identity()
     if as_json:
         _emit_json(

@@ -189,7 +189,8 @@ def plan(request: runner.RunRequest, world_size: int) -> list[WorkloadSpec]:
     if not specs:
         raise UsageError(
             f"--only {request.only!r} matches no workload of the distributed part; list them "
-            f"with `reviewkit suite --profile {request.profile} --distributed`"
+            f"with `reviewkit suite --profile {request.profile} --distributed --world-size "
+            f"{world_size}`"
         )
     return specs
 
