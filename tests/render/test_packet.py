@@ -15,7 +15,7 @@ from reviewkit.render import charts
 from reviewkit.render.packet import PacketError, markdown_html, write_packet
 
 SECTIONS = {
-    "summary": None, "claim": "Claim and reproducible slices", "knobs": "Knob diff",
+    "brief": None, "claim": "Claim and reproducible slices", "knobs": "Knob diff",
     "bottlenecks": "Bottleneck class by layer type",
     "layers": "MFU and memory-stall fraction by layer type",
     "comparison": "Baseline against candidate", "latency": "Latency: p50, p95, p99",
@@ -74,6 +74,61 @@ def test_html_is_strict_and_complete(packet):
     # one static SVG fallback and one JSON spec per chart
     model = json.loads(result.json.read_text())
     assert len([s for s in scripts if s.get("type") == "application/json"]) == len(model["charts"])
+
+
+BRIEF_ITEMS = ("The claim", "Primary metric", "The senior question: bottleneck and proof",
+               "Red flags", "Disproof criteria, evaluated", "Owner, risks and rollback")  # fmt: skip
+
+
+def test_the_decision_brief_comes_first_and_links_into_the_evidence(packet):
+    result, _ = packet
+    text = result.html.read_text()
+    tree = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(text)
+    main = tree.find(".//main")
+    first = next(el for el in main if el.tag == "section")
+    assert first.get("id") == "brief"  # before the contents and every evidence section
+    assert text.index('id="brief"') < text.index('id="contents"') < text.index('id="claim"')
+    headings = [" ".join(h.itertext()) for h in first.iter("h3")]
+    assert headings == list(BRIEF_ITEMS)
+    ids = {el.get("id") for el in tree.iter() if el.get("id")}
+    links = [a.get("href") for a in first.iter("a")]
+    for target in ("#claim", "#comparison", "#bottlenecks", "#red-flags", "#disproof",
+                   "#risks", "#rollback"):  # fmt: skip
+        assert target in links and target[1:] in ids, target
+    # the chart that carries the claim, as an image (the interactive one is in its section)
+    assert first.find(".//figure[@id='chart-forest_layers-brief']/img") is not None
+    model = json.loads(result.json.read_text())
+    brief = model["brief"]
+    assert [f["id"] for f in brief["red_flags"]] == [f["id"] for f in model["red_flags"]]
+    assert all(f["clears_with"] for f in brief["red_flags"])
+
+
+def test_the_brief_fills_the_first_pages_of_the_pdf(packet):
+    result, _ = packet
+    pages, _pdf = pdf_text(result.pdf)
+    contents = next(i for i, p in enumerate(pages) if "Contents" in p)
+    assert 1 <= contents <= 2  # the brief takes one or two pages, then the contents
+    brief = "\n".join(pages[:contents])
+    for item in BRIEF_ITEMS:
+        assert item in brief, item
+
+
+def test_a_passing_gate_with_red_flags_says_why_they_do_not_block(tmp_path):
+    """A decision marked go beside a passing gate and raised red flags: each flag says why it
+    does not block and what clears it, and the brief says the decision accepts them."""
+    review = complete_review()
+    review["decision"] = {"status": "go", "date": "2026-12-04"}
+    del review["evidence"]["long_window"]  # a major red flag (long-window stability) is raised
+    path = write_review(tmp_path / "review", review)
+    result = write_packet(path, tmp_path / "out", pdf=False)
+    brief = json.loads(result.json.read_text())["brief"]
+    assert brief["gate"]["verdict"] == "pass"
+    assert brief["red_flags"], "the test needs a raised red flag"
+    assert "red flag(s) raised: none of them is a blocking item" in brief["gate"]["note"]
+    for f in brief["red_flags"]:
+        assert not f["blocks"] and f["why"].startswith("does not block")
+    page = result.html.read_text()
+    assert "a decision to go accepts them" in page
 
 
 def test_no_url_leaves_the_machine(packet):

@@ -7,6 +7,7 @@ import json
 from reviewkit import __version__
 from reviewkit.analysis.platforms import MEASURED, PlatformMatrix, build_matrix
 from reviewkit.common.hashing import sha256_file
+from reviewkit.render.packet.brief import build_brief
 from reviewkit.render.packet.figures import draw_charts
 from reviewkit.render.packet.fit import fit_input
 from reviewkit.render.packet.html import generated_stamp
@@ -372,6 +373,7 @@ def build_model(report: Report) -> dict:
         model["charts"]["platform_matrix"] = charts.platform_matrix(
             model["platforms"]["cells"], [p.label for p in matrix.platforms]
         )
+    model["brief"] = build_brief(report, model)
     return model
 
 

@@ -1,0 +1,100 @@
+"""The decision brief: what a senior reviewer reads first, each item linked to its evidence."""
+
+from __future__ import annotations
+
+from reviewkit.review.checks import FAIL, MISSING, PASS
+from reviewkit.review.gate import Report
+
+RISK_RANK = {"high": 0, "medium": 1, "low": 2, "": 3}
+TOP_RISKS = 3  # the brief names the worst few; the risk map shows them all
+# The chart that carries a claim: per layer type, the candidate's time against the baseline's
+# with its interval (forest), else the roofline when nothing was compared.
+CLAIM_CHARTS = ("forest_layers", "roofline")
+
+
+def _why_not_blocking(finding) -> str:
+    """Why a raised red flag leaves the gate passing: a gate fails only on a blocking item
+    that fails or lacks its evidence."""
+    item = finding.item
+    if finding.blocks:
+        return "blocks the gate"
+    if item.severity != "blocking":
+        return "does not block: only blocking items fail the gate"
+    return "does not block: a blocking item fails the gate only when it fails or lacks evidence"
+
+
+def build_brief(report: Report, model: dict) -> dict:
+    """The brief's values: the claim and decision, the primary metric, the senior question's
+    answer with the artifact behind it, the red flags and what clears each, the disproof
+    criteria as evaluated, the owner, the top risks, the rollback boundary and trigger, and the
+    one chart that carries the claim. Each names the section that holds its evidence."""
+    r = report.review
+    senior = r.answers.get("senior-question")
+    bottleneck = next((f for f in report.findings if f.item.check == "bottleneck-per-layer"), None)
+    artifacts = [e for e in (bottleneck.evidence if bottleneck else ()) if e.kind == "artifact"]
+    flags = [
+        {
+            "id": f.item.id,
+            "title": f.item.title,
+            "status": f.status,
+            "severity": f.item.severity,
+            "summary": f.summary,
+            "clears_with": f.item.clears_with,
+            "blocks": f.blocks,
+            "why": _why_not_blocking(f),
+        }
+        for f in report.red_flags
+    ]
+    risks = sorted(
+        r.risks, key=lambda k: (RISK_RANK.get(k.level, 3), RISK_RANK.get(k.likelihood, 3))
+    )
+    gate_note = ""
+    if report.verdict == "pass" and flags:
+        gate_note = (
+            f"The gate passes with {len(flags)} red flag(s) raised: none of them is a blocking "
+            "item that fails or lacks its evidence. Each says below why it does not block and "
+            "what clears it; a decision to go accepts them."
+        )
+    elif report.verdict != "pass":
+        blocking = [f.item.title for f in report.findings if f.blocks]
+        gate_note = f"The gate fails on {len(blocking)} blocking item(s): {', '.join(blocking)}."
+    chart = next((name for name in CLAIM_CHARTS if name in model["charts"]), None)
+    return {
+        "decision": model["decision"],
+        "gate": {"verdict": report.verdict, "note": gate_note},
+        "headline": model["headline"],
+        "senior": {
+            "answer": senior.answer if senior else "",
+            "evidence": senior.evidence if senior else "",
+            "status": next(
+                (f.status for f in report.findings if f.item.id == "senior-question"), MISSING
+            ),
+            "bottleneck": bottleneck.summary if bottleneck else "",
+            "bottleneck_status": bottleneck.status if bottleneck else MISSING,
+            "artifacts": [e.to_json() for e in artifacts[:2]],
+        },
+        "red_flags": flags,
+        "disproof": [
+            {
+                "statement": d.get("statement", ""),
+                "status": d.get("status", ""),
+                "why": d.get("why", ""),
+            }
+            for d in report.disproof
+        ],
+        "owner": model["owner"],
+        "risks": [
+            {
+                "description": k.description,
+                "level": k.level,
+                "likelihood": k.likelihood,
+                "owner": k.owner,
+            }
+            for k in risks[:TOP_RISKS]
+        ],
+        "more_risks": max(0, len(risks) - TOP_RISKS),
+        "rollback": {k: r.rollback.get(k, "") for k in ("boundary", "trigger")},
+        "chart": chart,
+        "passing": PASS,
+        "failing": FAIL,
+    }
