@@ -76,8 +76,14 @@ def test_html_is_strict_and_complete(packet):
     assert len([s for s in scripts if s.get("type") == "application/json"]) == len(model["charts"])
 
 
-BRIEF_ITEMS = ("The claim", "Primary metric", "The senior question: bottleneck and proof",
-               "Red flags", "Disproof criteria, evaluated", "Owner, risks and rollback")  # fmt: skip
+BRIEF_ITEMS = (
+    "The claim",
+    "Primary metric",
+    "The senior question: bottleneck and proof",
+    "Red flags",
+    "Disproof criteria, evaluated",
+    "Owner, risks and rollback",
+)
 
 
 def test_the_decision_brief_comes_first_and_links_into_the_evidence(packet):
