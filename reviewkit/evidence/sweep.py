@@ -57,6 +57,9 @@ class Sweep:
     path: Path
     sla_p99_s: float | None
     workloads: tuple[SweptWorkload, ...]
+    # The rules a level had to meet to be valid (min_duration_s, min_queries, max_level_s),
+    # where the file records them; None for a file without them.
+    validity: dict | None = None
 
 
 class SweepUnusable(EvidenceUnusable):
@@ -149,10 +152,16 @@ def read_sweep(loaded: Loaded) -> Sweep:
           "a non-empty list")  # fmt: skip
     own = doc.get("sla_p99_s")
     _need(own is None or (finite_number(own) and own > 0), "sla_p99_s", "a number > 0 or absent")
+    rules = doc.get("validity")
+    keys = ("min_duration_s", "min_queries", "max_level_s")
+    usable = isinstance(rules, dict) and all(
+        finite_number(rules.get(k)) and rules[k] >= 0 for k in keys
+    )
     return Sweep(
         path=loaded.path,
         sla_p99_s=None if own is None else float(own),
         workloads=tuple(_workload(w, f"workloads[{i}]") for i, w in enumerate(workloads)),
+        validity={k: float(rules[k]) for k in keys} if usable else None,
     )
 
 

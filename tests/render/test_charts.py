@@ -692,3 +692,29 @@ def test_time_decomposition_adds_communication_only_for_a_multi_rank_row():
     assert shares == {"compute": 0.0, "memory stall": 0.076, "overhead": 0.68,
                       "communication": 0.244}  # fmt: skip
     assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_shape_heatmap_legend_shows_rounded_ratios():
+    """A 85.27x slower cell: the legend's ends read 0.012 and 85, never 85.265690453."""
+    rows = shape_rows()
+    rows[-1]["ratio"] = 85.265690453
+    svg = charts.to_svg(charts.shape_heatmap(rows))
+    assert ">85<" in svg and ">0.012<" in svg
+    assert not re.search(r">\d+\.\d{4,}<", svg)  # no label with four decimals or more
+
+
+def test_stability_title_is_short_when_sensors_are_missing():
+    """A VM with no clock or temperature sensor: the chart's subtitle says so in one line and
+    the reasons (a paragraph each) stay out of it."""
+    rows = soak_rows()
+    rows[0]["throttling"] = {"status": "not available", "reason": "x" * 300}
+    rows[0]["sensor_notes"] = ["clocks: not available: " + "y" * 300,
+                               "temperatures: not available: " + "z" * 300]  # fmt: skip
+    spec = charts.stability(rows)
+    panel = spec["vconcat"][0]
+    subtitle = " ".join(panel["title"]["subtitle"])
+    assert "throttling: not available" in subtitle
+    assert "sensors not available: the reasons are given beside the chart" in subtitle
+    assert "xxx" not in subtitle and "yyy" not in subtitle and "zzz" not in subtitle
+    assert len(panel["title"]["subtitle"]) <= 6  # one line each: verdict, trend, reason, ...
+    assert len(subtitle) < 400

@@ -1,9 +1,11 @@
 """`reviewkit packet`: strict HTML, a paged PDF with its evidence, inert inputs, determinism."""
 
+import itertools
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import html5lib
 import pypdfium2
@@ -341,3 +343,52 @@ def test_cli_packet_refuses_the_review_folder_and_reports_json(tmp_path):
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["pdf"] is None and doc["html"].endswith("packet.html")
+
+
+def _badges_and_next_cells(box):
+    """(badge box, the left edge of the next cell in its row) for every badge in a table row
+    of a WeasyPrint box tree (the last cell of a row has no next one and is skipped)."""
+    if getattr(box, "element_tag", "") == "tr":
+        cells = [c for c in box.children if getattr(c, "element_tag", "") == "td"]
+        for cell, after in itertools.pairwise(cells):
+            for badge in _badges(cell):
+                yield badge, after.position_x
+        return
+    for child in getattr(box, "children", []) or []:
+        yield from _badges_and_next_cells(child)
+
+
+def _badges(box):
+    element = getattr(box, "element", None)
+    if element is not None and "badge" in (element.get("class") or "").split():
+        yield box
+        return
+    for child in getattr(box, "children", []) or []:
+        yield from _badges(child)
+
+
+def test_verdict_badges_stay_inside_their_cells_in_print(tmp_path):
+    """The sample review's per-workload table in the PDF layout: an "inconclusive" or
+    "equivalent" badge used to run over the MFU column (its cell was narrower than the
+    unbreakable badge)."""
+    import weasyprint
+
+    from reviewkit.render.packet.html import render_html
+    from reviewkit.render.packet.model import build_model
+    from reviewkit.review.gate import run_check
+
+    sample = Path(__file__).parents[2] / "samples" / "review-bf16-transformer" / "review.toml"
+    result = write_packet(sample, tmp_path / "out", pdf=False)
+    model = build_model(run_check(sample))
+    # the label the defect was seen with (since shortened to "equivalent"/"inconclusive"): the
+    # longest a cell may have to hold
+    model["workloads"][0]["rows"][0]["verdict"] = "no significant difference"
+    svgs = {n: (result.out_dir / "assets" / "charts" / f"{n}.svg").read_text()
+            for n in model["charts"]}  # fmt: skip
+    html = render_html(model, svgs, "print", "assets/", None)
+    document = weasyprint.HTML(string=html, base_url=str(result.out_dir) + "/").render()
+    pairs = [p for page in document.pages for p in _badges_and_next_cells(page._page_box)]
+    assert len(pairs) > 20  # the workload, bottleneck and finding tables' badges
+    for badge, next_left in pairs:
+        right = badge.position_x + badge.margin_width()
+        assert right <= next_left + 0.5, ("".join(badge.element.itertext()), right, next_left)

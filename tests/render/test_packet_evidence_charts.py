@@ -254,12 +254,16 @@ def test_stability_draws_the_fitted_trend_and_the_drift_verdict():
 def test_stability_says_sensors_are_not_available_and_marks_partial_windows():
     doc = soak_doc()  # no clocks, no temperatures
     doc["subwindows"][-1]["partial"] = True
-    spec = charts.stability([_soak_for_chart(doc)])
+    soak = _soak_for_chart(doc)
+    spec = charts.stability([soak])
     charts.validate(spec)
     text = subtitles(spec)
     why = "no thermal zones under /sys/class/thermal"
-    assert f"clocks: not available: cpu_clocks_mhz: {why}" in text
-    assert "temperatures: not available" in text
+    # the chart says it in one line; the reasons go beside it (the packet's soak notes)
+    assert "sensors not available: the reasons are given beside the chart" in text
+    assert why not in text
+    assert f"clocks: not available: cpu_clocks_mhz: {why}" in soak["sensor_notes"]
+    assert any(n.startswith("temperatures: not available") for n in soak["sensor_notes"])
     partial = [r for r in rows_with(spec, "status", "calls_per_s") if r["partial"]]
     assert [r["index"] for r in partial] == [19]
     assert "1 partial sub-window" in text
@@ -426,3 +430,21 @@ def test_untrusted_strings_from_evidence_files_reach_the_html_escaped(tmp_path):
     # The JSON specs parse back to the same strings (jinja's tojson escapes < > & ').
     spec = json.loads(tree.find(".//script[@id='spec-latency_throughput']").text)
     assert PAYLOAD in json.dumps(spec, ensure_ascii=False).replace('\\"', '"')
+
+
+def test_invalid_levels_say_what_would_make_them_valid_here(tmp_path):
+    # A 0.1 s/query server (offline 10 queries/s) under a 30 s level budget and 200 queries a
+    # level: the 25% level offers 2.5 queries/s, so 200 queries take 200 / 2.5 = 80 s > 30 s.
+    from reviewkit.evidence import loadgen
+
+    tight = loadgen.Validity(min_duration_s=0.0, min_queries=200, max_level_s=30.0)
+    path = write_review(tmp_path / "review", complete_review())
+    doc = sweep_doc(sweep_workload(call_s=0.1, validity=tight))
+    doc["validity"] = loadgen.validity_json(tight)
+    write_evidence(tmp_path, "sweep.json", doc)
+    spec = build_model(run_check(path))["charts"]["latency_throughput"]
+    subtitle = " ".join(" ".join(p["title"]["subtitle"]) for p in spec["vconcat"])
+    assert "level(s) invalid, hollow and grey" in subtitle
+    # 2.5/s x 30 s x 0.9 = 67 queries fit in the budget with room to spare
+    assert "at 2.5/s offered that takes 80 s" in subtitle
+    assert "--min-queries 67" in subtitle

@@ -185,3 +185,25 @@ def test_a_loss_within_the_rubric_effect_size_is_not_a_broken_win(tmp_path):
 def test_a_win_on_every_shape_passes(tmp_path):
     f = finding(write_review(tmp_path, complete_review()), "shape-portability")
     assert f.status == "pass" and "no shape family is faster on some" in f.summary
+
+
+def test_a_candidate_slower_on_every_shape_is_no_win(tmp_path):
+    """4x slower everywhere (bf16 emulated on an AVX2 CPU, say): a consistent loss, never
+    worded as a win that fails to hold."""
+    path = write_review(tmp_path, complete_review(), cand_kw={"speedup": 0.25})
+    f = finding(path, "shape-portability")
+    assert "win does not hold" not in f.summary
+    cells = {e.value for e in f.evidence}
+    assert ("gemm.toy-ffn-up: 0 of 2 shapes faster, 2 slower (by 5% or more); slower on every "
+            "shape: a consistent loss, no win") in cells  # fmt: skip
+
+
+def test_a_candidate_mostly_slower_says_there_is_no_win(tmp_path):
+    # 4x slower everywhere except gemm b1s128, which runs 2x faster: one family faster at one
+    # shape, every other cell slower -- no win to carry
+    fast = {"speedup": 0.25, "samples_for": {"gemm.toy-ffn-up.b1s128": samples(0.0025, seed=7)}}
+    path = write_review(tmp_path, complete_review(), cand_kw=fast)
+    f = finding(path, "shape-portability")
+    assert f.status == "fail"
+    assert f.summary.startswith("the candidate is slower on most shapes and faster only on some")
+    assert "win does not hold" not in f.summary

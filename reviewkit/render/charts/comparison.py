@@ -535,6 +535,11 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
                 range=[HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER],
                 nice=False,
             ),
+            # labels at the ends and at even, two significant digits: the ends are computed
+            # ratios (85.265690453 would be printed as it is)
+            legend=alt.Legend(
+                format=".2~g", values=[float(f"{1 / spread:.2g}"), 1.0, float(f"{spread:.2g}")]
+            ),
         )
         missing = "datum.ratio === null"
         lead = "colour: candidate / baseline median time (below 1, green, is faster)"

@@ -310,11 +310,13 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     lines += [str(r) for r in s.get("reasons") or []]
     throttling = s.get("throttling") or {}
     if throttling:
-        lines.append(f"throttling: {throttling.get('status', '?')}: {throttling.get('reason', '')}")
+        # the status only: why a sensor is missing is a paragraph, said under the chart
+        lines.append(f"throttling: {throttling.get('status', '?')}")
     partial = len(partial_windows)
     if partial:
         lines.append(f"{_plural(partial, 'partial sub-window')} (hollow, grey): not in the trend")
-    lines += [str(n) for n in s.get("sensor_notes") or []]
+    if s.get("sensor_notes"):
+        lines.append("sensors not available: the reasons are given beside the chart")
     panels: list[alt.TopLevelMixin] = [
         alt.layer(*layers).properties(
             width=WIDTH,

@@ -71,6 +71,22 @@ def _layer_rows(label: str, doc: dict) -> list[dict]:
     return rows
 
 
+def _soak_notes(report: Report) -> list[str]:
+    """Each cited soak's throttling reason and missing sensors, said in the text: in the
+    chart's title they were a paragraph."""
+    from reviewkit.render.packet.soak import soak_input
+
+    soaks, _ = soak_input(report)
+    out = []
+    for s in soaks:
+        throttling = s.get("throttling") or {}
+        if throttling.get("reason"):
+            out.append(f"{s['workload']}: throttling {throttling.get('status')}: "
+                       f"{throttling['reason']}")  # fmt: skip
+        out += [f"{s['workload']}: {n}" for n in s.get("sensor_notes") or []]
+    return out
+
+
 def _communication(label: str, doc: dict) -> dict:
     """A multi-rank run as the packet's "Communication" section shows it."""
     d = doc["distributed"]
@@ -373,6 +389,7 @@ def build_model(report: Report) -> dict:
         model["charts"]["platform_matrix"] = charts.platform_matrix(
             model["platforms"]["cells"], [p.label for p in matrix.platforms]
         )
+    model["soak_notes"] = _soak_notes(report)
     model["brief"] = build_brief(report, model)
     return model
 

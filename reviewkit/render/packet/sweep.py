@@ -65,9 +65,13 @@ def _panel(report: Report, w: SweptWorkload, sweep: Sweep, source: str) -> dict:
             f"p99 ≤ {sla_s * 1e3:.4g} ms met up to {met['max_rate_per_s']:.4g}/s offered "
             f"({met['achieved_rate_per_s']:.4g}/s achieved)"
         )
-    invalid = sum(not lv["valid"] for lv in levels)
+    invalid = [lv for lv in levels if not lv["valid"]]
     if invalid:
-        notes.append(f"{invalid} invalid level(s), hollow and grey: not results (see tooltips)")
+        notes.append(
+            f"{len(invalid)} of {len(levels)} level(s) invalid, hollow and grey: not results "
+            "(each one's reason in its tooltip)"
+        )
+        notes += _what_makes_valid(invalid, sweep.validity)
     return {
         "workload": w.id,
         "source": source,
@@ -80,6 +84,28 @@ def _panel(report: Report, w: SweptWorkload, sweep: Sweep, source: str) -> dict:
         "knee": knee,
         "notes": notes,
     }
+
+
+def _what_makes_valid(invalid: list[dict], rules: dict | None) -> list[str]:
+    """What a level needs to be valid on this machine, worked out for the lightest invalid
+    one: its queries arrive at the offered rate, so it needs min_queries / rate seconds."""
+    rates = [lv["target_rate_per_s"] for lv in invalid if lv.get("target_rate_per_s")]
+    if not rules or not rates:
+        return []
+    lightest = min(rates)
+    need_s = max(rules["min_queries"] / lightest, rules["min_duration_s"])
+    if need_s <= rules["max_level_s"]:
+        return [
+            f"a valid level needs {rules['min_queries']:.0f} queries and "
+            f"{rules['min_duration_s']:.3g} s within {rules['max_level_s']:.3g} s"
+        ]
+    fits = int(lightest * rules["max_level_s"] * 0.9)
+    return [
+        f"to be valid a level needs {rules['min_queries']:.0f} queries within its "
+        f"{rules['max_level_s']:.3g} s budget: at {lightest:.3g}/s offered that takes "
+        f"{need_s:.3g} s; sweep again with --profile full (longer levels) or "
+        f"--min-queries {max(fits, 1)} (fewer queries: a coarser p99)"
+    ]
 
 
 def sweep_input(report: Report) -> tuple[list[dict], list[str]]:

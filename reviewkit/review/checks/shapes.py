@@ -29,7 +29,8 @@ def _cell(w: WorkloadComparison) -> str:
 
 
 def _portability(comp: Comparison, min_effect: float) -> tuple[list[str], list[str]]:
-    """Per shape family with 2+ cells: (families whose win breaks on some shape, summaries).
+    """Per shape family with 2+ cells: (families faster on some shapes and slower on others,
+    summaries). A family slower on every shape is said so in its summary: a consistent loss.
 
     A cell counts as faster or slower when its interval excludes 1 and its ratio is at least
     min_effect away from 1."""
@@ -46,12 +47,20 @@ def _portability(comp: Comparison, min_effect: float) -> tuple[list[str], list[s
         summaries.append(
             f"{family}: {len(faster)} of {len(cells)} shapes faster, {len(slower)} slower "
             f"(by {min_effect:.0%} or more)"
+            + ("; slower on every shape: a consistent loss, no win" if slower == cells else "")
         )
         if faster and slower:
-            broken.append(
-                f"{family} is faster at {', '.join(_cell(w) for w in faster[:3])} but slower at "
-                f"{', '.join(_cell(w) for w in slower[:3])}"
-            )
+            # the wording follows the effect: a family mostly slower has no win to carry
+            if len(slower) > len(faster):
+                broken.append(
+                    f"{family} is slower at {', '.join(_cell(w) for w in slower[:3])} and "
+                    f"faster only at {', '.join(_cell(w) for w in faster[:3])}"
+                )
+            else:
+                broken.append(
+                    f"{family} is faster at {', '.join(_cell(w) for w in faster[:3])} but "
+                    f"slower at {', '.join(_cell(w) for w in slower[:3])}"
+                )
     return broken, summaries
 
 
@@ -60,6 +69,7 @@ def shape_coverage(ctx: Context) -> CheckResult:
     min_levels = int(ctx.params["min_levels"])
     min_effect = float(ctx.params["min_effect"])
     summaries, thin, broken, evidence = [], False, [], []
+    faster_cells = slower_cells = 0
     for i, comp in enumerate(ctx.comparisons):
         seqs = {w.params.get("seq") for w in comp.workloads if w.median_ratio} - {None}
         batches = {w.params.get("batch") for w in comp.workloads if w.median_ratio} - {None}
@@ -70,6 +80,10 @@ def shape_coverage(ctx: Context) -> CheckResult:
         if len(seqs) < min_levels or len(batches) < min_levels:
             thin = True
         mixed, families = _portability(comp, min_effect)
+        for w in comp.workloads:
+            if w.median_ratio is not None and {"seq", "batch"} <= set(w.params):
+                faster_cells += w.verdict == FASTER and w.median_ratio <= 1 - min_effect
+                slower_cells += w.verdict == SLOWER and w.median_ratio >= 1 + min_effect
         broken += [f"candidate {i + 1}: {m}" for m in mixed]
         label = f"candidate {i + 1} shape cells"
         evidence += [Evidence("number", label, value=f) for f in families]
@@ -81,10 +95,17 @@ def shape_coverage(ctx: Context) -> CheckResult:
             tuple(evidence),
         )
     if broken:
+        # the wording follows the effect: mostly slower cells are no win to carry
+        lead = (
+            "the candidate is slower on most shapes and faster only on some: there is no win "
+            "to carry across shapes"
+            if slower_cells > faster_cells
+            else "the win does not hold across shapes"
+        )
         return CheckResult(
             FAIL,
-            f"the win does not hold across shapes (faster by {min_effect:.0%} or more on some, "
-            f"slower by as much on others, each beyond noise): {'; '.join(broken[:3])}",
+            f"{lead} (faster by {min_effect:.0%} or more on some, slower by as much on "
+            f"others, each beyond noise): {'; '.join(broken[:3])}",
             tuple(evidence),
         )
     return CheckResult(
