@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,19 +37,65 @@ class Field:
     choices: tuple[str, ...] = ()
     item: dict | None = None  # schema of a table, or of each table in an array of tables
     each: tuple[type, ...] = ()  # element types of a plain array
+    # A value of the right type that is still wrong: (test, what is expected); the message
+    # names the key, the value and the expectation.
+    valid: tuple | None = None
+    max_chars: int | None = None  # text: a cap, so no field can make a command slow
 
 
-def _f(*types, required=False, choices=(), item=None, each=()):
-    return Field(tuple(types), required, tuple(choices), item, tuple(each))
+def _f(*types, required=False, choices=(), item=None, each=(), valid=None, max_chars=None):
+    return Field(tuple(types), required, tuple(choices), item, tuple(each), valid, max_chars)
 
 
-TEXT = _f(str)
-NUMBER = _f(int, float)
+# Caps on free text (issue 18): a title is one line, a summary a page or two of Markdown; any
+# other field a paragraph. Past them the terminal and the PDF spend seconds laying out one
+# field, for text nobody reads in a review.
+TITLE_MAX_CHARS = 300
+SUMMARY_MAX_CHARS = 20_000
+TEXT_MAX_CHARS = 4_000
+ANSWER_MAX_CHARS = 20_000
+
+
+def _finite(v) -> bool:
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
+def _real_date(v) -> bool:
+    if not isinstance(v, str):
+        return True  # a TOML date or date-time is a date already
+    try:
+        dt.date.fromisoformat(v)
+    except ValueError:
+        return False
+    return True
+
+
+def valid_glob(pattern: str) -> bool:
+    """A workload pattern fnmatch reads as meant: every [ closed, not empty or blank."""
+    if not pattern.strip():
+        return False
+    depth = 0
+    for ch in pattern:
+        if ch == "[":
+            if depth:
+                return False
+            depth = 1
+        elif ch == "]" and depth:
+            depth = 0
+    return depth == 0
+
+
+POSITIVE = (lambda v: _finite(v) and v > 0, "a finite number above 0")
+FINITE = (_finite, "a finite number")
+DATE = (_real_date, "a real date, YYYY-MM-DD (e.g. 2026-12-04)")
+GLOB = (valid_glob, "a workload id or glob with every [ closed, e.g. 'model.*'")
+TEXT = _f(str, max_chars=TEXT_MAX_CHARS)
+NUMBER = _f(int, float, valid=FINITE)
 PATHS = _f(str, list, each=(str,))
 SCHEMA = {
     "schema_version": _f(int, required=True),
-    "title": _f(str, required=True),
-    "summary": TEXT,
+    "title": _f(str, required=True, max_chars=TITLE_MAX_CHARS),
+    "summary": _f(str, max_chars=SUMMARY_MAX_CHARS),
     "runs": _f(
         dict,
         required=True,
@@ -69,9 +116,9 @@ SCHEMA = {
             "targets": _f(
                 list,
                 item={
-                    "workload": _f(str, required=True),
-                    "p99_s": NUMBER,
-                    "min_throughput_per_s": NUMBER,
+                    "workload": _f(str, required=True, valid=GLOB, max_chars=TEXT_MAX_CHARS),
+                    "p99_s": _f(int, float, valid=POSITIVE),
+                    "min_throughput_per_s": _f(int, float, valid=POSITIVE),
                     "scenario": _f(str, choices=SLA_SCENARIOS),
                     "note": TEXT,
                 },
@@ -81,7 +128,7 @@ SCHEMA = {
     "risks": _f(
         list,
         item={
-            "description": _f(str, required=True),
+            "description": _f(str, required=True, max_chars=TEXT_MAX_CHARS),
             "level": _f(str, choices=RISK_LEVELS),
             "likelihood": _f(str, choices=RISK_LEVELS),
             "owner": TEXT,
@@ -100,8 +147,8 @@ SCHEMA = {
     "disproof": _f(
         list,
         item={
-            "statement": _f(str, required=True),
-            "workload": TEXT,
+            "statement": _f(str, required=True, max_chars=TEXT_MAX_CHARS),
+            "workload": _f(str, valid=GLOB, max_chars=TEXT_MAX_CHARS),
             "metric": _f(str, choices=DISPROOF_METRICS),
             "comparison": _f(str, choices=COMPARISONS),
             "threshold": NUMBER,
@@ -113,14 +160,14 @@ SCHEMA = {
         dict,
         item={
             "status": _f(str, choices=DECISION_STATUSES),
-            "date": _f(str, dt.date, dt.datetime),
+            "date": _f(str, dt.date, dt.datetime, valid=DATE),
             "signed_off_by": TEXT,
             "supersedes": TEXT,
             "note": TEXT,
         },
     ),
 }
-ANSWER_SCHEMA = {"answer": _f(str, required=True), "evidence": TEXT}
+ANSWER_SCHEMA = {"answer": _f(str, required=True, max_chars=ANSWER_MAX_CHARS), "evidence": TEXT}
 
 
 @dataclass(frozen=True)
@@ -229,6 +276,14 @@ def _validate(value: object, schema: dict, where: str, file: Path) -> None:
                 f"{file}: key {name!r} must be a {_type_names(spec.types)}, "
                 f"got {type(v).__name__} {v!r:.60}"
             )
+        if spec.valid is not None and not spec.valid[0](v):
+            raise InputError(f"{file}: key {name!r} is {v!r:.60}; expected {spec.valid[1]}")
+        if spec.max_chars is not None and isinstance(v, str) and len(v) > spec.max_chars:
+            raise InputError(
+                f"{file}: key {name!r} is {len(v):,} characters; the cap is "
+                f"{spec.max_chars:,}: shorten it (or link to a document under the review's "
+                "folder)"
+            )
         if spec.choices and v not in spec.choices:
             raise InputError(
                 f"{file}: key {name!r} is {v!r}{closest(str(v), spec.choices)}; expected one "
@@ -249,6 +304,29 @@ def _validate(value: object, schema: dict, where: str, file: Path) -> None:
 
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
+
+
+# What a disproof threshold can be, by the metric it is compared with: ratios and times are
+# positive; the memory-stall fraction is a share of time; MFU is a share of the peak that a
+# workload beating the roofline may exceed, so only its floor is fixed.
+THRESHOLD_RANGES = {
+    **{m: (POSITIVE[0], "above 0 (a ratio)") for m in DISPROOF_METRICS if m.endswith("_ratio")},
+    "p50_s": (POSITIVE[0], "above 0 (seconds)"),
+    "p99_s": (POSITIVE[0], "above 0 (seconds)"),
+    "memory_stall_fraction": (lambda v: 0 <= v <= 1, "from 0 to 1 (a fraction of time)"),
+    "mfu": (lambda v: v >= 0, "0 or more (a fraction of the peak)"),
+}
+
+
+def _threshold_in_range(d: dict, where: str, file: Path) -> None:
+    metric, threshold = d.get("metric"), d.get("threshold")
+    if metric in THRESHOLD_RANGES and threshold is not None:
+        test, expected = THRESHOLD_RANGES[metric]
+        if not test(threshold):
+            raise InputError(
+                f"{file}: key '{where}.threshold' is {threshold!r} for metric {metric!r}; "
+                f"expected {expected}"
+            )
 
 
 def resolve_inside(
@@ -323,6 +401,8 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
                 folder, file_part, f"answers.{item_id}.evidence", path, allow_outside
             )
         answers[item_id] = Answer(item_id, raw["answer"], pointer, target)
+    for i, d in enumerate(doc.get("disproof", [])):
+        _threshold_in_range(d, f"disproof[{i}]", path)
     decision = dict(doc.get("decision", {}))
     if isinstance(decision.get("date"), dt.date):
         decision["date"] = decision["date"].isoformat()

@@ -91,6 +91,24 @@ def _check_params(label: str, raw: dict, known_checks: Iterable[str]) -> None:
             raise InputError(
                 f"{label}: params.{key} must be {a_kind}, got {type(params[key]).__name__}"
             )
+        if kind in ("number", "integer") and not _in_range(key, params[key]):
+            high = " and at most 1 (a share)" if _is_share(key) else ""
+            raise InputError(
+                f"{label}: params.{key} = {params[key]!r}: expected a finite number, 0 or "
+                f"more{high}"
+            )
+
+
+def _is_share(key: str) -> bool:
+    """A threshold that is a share of something (a coverage, an effect size, an efficiency,
+    an MFU): past 1 it can never be met."""
+    return key in ("min_coverage", "min_effect", "min_scaling_efficiency", "slow_path_mfu") or (
+        key.endswith(("_fraction", "_share"))
+    )
+
+
+def _in_range(key: str, value: float) -> bool:
+    return math.isfinite(value) and value >= 0 and (value <= 1 or not _is_share(key))
 
 
 def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:

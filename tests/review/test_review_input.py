@@ -69,8 +69,36 @@ def test_malformed_toml_names_line_and_column(folder):
             lambda r: r["answers"]["senior-question"].pop("answer"),
             "required key 'answers.senior-question.answer' is missing",
         ),
+        # values of the right type that are still wrong (issue 18): each names key and value
+        (lambda r: r["sla"]["targets"][0].update(p99_s=float("nan")),
+         "key 'sla.targets[0].p99_s' is nan; expected a finite number above 0"),
+        (lambda r: r["sla"]["targets"][0].update(p99_s=float("inf")),
+         "key 'sla.targets[0].p99_s' is inf; expected a finite number above 0"),
+        (lambda r: r["sla"]["targets"][0].update(p99_s=-1.0),
+         "key 'sla.targets[0].p99_s' is -1.0; expected a finite number above 0"),
+        (lambda r: r["sla"]["targets"][0].update(min_throughput_per_s=float("-inf")),
+         "key 'sla.targets[0].min_throughput_per_s' is -inf"),
+        (lambda r: r["disproof"][0].update(threshold=float("nan")),
+         "key 'disproof[0].threshold' is nan; expected a finite number"),
+        (lambda r: r["disproof"][0].update(threshold=float("inf")),
+         "key 'disproof[0].threshold' is inf; expected a finite number"),
+        (lambda r: r["disproof"][0].update(threshold=-0.5),
+         "key 'disproof[0].threshold' is -0.5 for metric 'median_ratio'; expected above 0"),
+        (lambda r: r["disproof"][0].update(metric="memory_stall_fraction", threshold=1.5),
+         "expected from 0 to 1 (a fraction of time)"),
+        (lambda r: r["sla"]["targets"][0].update(workload="model.[*"),
+         "key 'sla.targets[0].workload' is 'model.[*'; expected a workload id or glob"),
+        (lambda r: r["disproof"][0].update(workload="  "), "key 'disproof[0].workload'"),
+        (lambda r: r["decision"].update(date="yesterday"),
+         "key 'decision.date' is 'yesterday'; expected a real date, YYYY-MM-DD"),
+        (lambda r: r["decision"].update(date="2026-02-30"), "key 'decision.date' is '2026-02-30'"),
+        (lambda r: r.update(title="t" * 301), "key 'title' is 301 characters; the cap is 300"),
+        (lambda r: r.update(summary="s" * 20_001),
+         "key 'summary' is 20,001 characters; the cap is 20,000"),
+        (lambda r: r["rollback"].update(trigger="x" * 4_001),
+         "key 'rollback.trigger' is 4,001 characters; the cap is 4,000"),
     ],
-)
+)  # fmt: skip
 def test_bad_values_get_one_clear_message(folder, mutate, needle):
     review = complete_review()
     mutate(review)
@@ -112,6 +140,17 @@ def test_bundle_of_another_schema_version(folder):
     run.write_text(json.dumps(doc))
     with pytest.raises(InputError, match=r"key 'runs.candidates\[0\]': .*schema_version 7"):
         run_check(folder / "review.toml")
+
+
+def test_cli_names_the_unknown_answer_item(folder):
+    """The item id is in brackets ([answers.x]): the terminal printed it as markup and lost it."""
+    review = complete_review()
+    review["answers"]["no-such-item"] = {"answer": "x"}
+    path = write(folder, review)
+    r = subprocess.run([sys.executable, "-m", "reviewkit", "check", str(path)],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2
+    assert "[answers.no-such-item] names no item of rubric" in " ".join(r.stderr.split())
 
 
 def test_answer_for_an_unknown_item_suggests_the_closest(folder):
@@ -277,6 +316,14 @@ def test_check_never_crashes_on_random_values(folder, changes, nested):
         ("min_effect = 0.05", "min_efect = 0.05", "unknown key 'min_efect' (did you mean"),
         ("min_effect = 0.05", "min_effect = 0.05\nmin_effect_by_layer_type = { model = 2 }",
          "min_effect_by_layer_type.model = 2"),
+        # a check's threshold of the right kind but out of range (issue 18)
+        ("slow_path_mfu = 0.1", "slow_path_mfu = nan",
+         "params.slow_path_mfu = nan: expected a finite number, 0 or more and at most 1"),
+        ("min_window_s = 60.0", "min_window_s = -60.0",
+         "params.min_window_s = -60.0: expected a finite number, 0 or more"),
+        ("min_window_s = 60.0", "min_window_s = inf", "params.min_window_s = inf"),
+        ("min_scaling_efficiency = 0.5", "min_scaling_efficiency = 1.5",
+         "params.min_scaling_efficiency = 1.5: expected a finite number, 0 or more and at most 1"),
     ],
 )  # fmt: skip
 def test_thresholds_live_only_in_the_rubric(tmp_path, old, new, needle):
