@@ -46,3 +46,15 @@ def binary_size(nbytes: int) -> str:
             value = nbytes / (1 << shift)
             return f"{value:.0f} {unit}" if value == round(value) else f"{value:.3g} {unit}"
     return f"{nbytes} B"
+
+
+SHOWN_CHARS = 80  # an input value quoted in a message: enough to recognise it, never a page
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """repr() of an input value for a one-line message, cut to `limit` characters with the
+    length said: a 10,000-character field must not become a 10,000-character error."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(str(value)):,} characters)"

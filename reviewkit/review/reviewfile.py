@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
+from reviewkit.common.format import shown
 from reviewkit.common.tomlfile import closest, read_toml
 
 SCHEMA_VERSION = 1
@@ -85,8 +86,25 @@ def valid_glob(pattern: str) -> bool:
     return depth == 0
 
 
+# Upper ends a real target never reaches, so every derived number stays finite (1e308 s in
+# milliseconds is infinity): a p99 of at most a day, a rate of at most 1e12 per second, a
+# threshold of magnitude at most 1e12.
+MAX_TIME_S = 86_400.0
+MAX_RATE_PER_S = 1e12
+MAX_MAGNITUDE = 1e12
 POSITIVE = (lambda v: _finite(v) and v > 0, "a finite number above 0")
-FINITE = (_finite, "a finite number")
+FINITE = (
+    lambda v: _finite(v) and abs(v) <= MAX_MAGNITUDE,
+    f"a finite number within ±{MAX_MAGNITUDE:g}",
+)
+TIME_S = (
+    lambda v: _finite(v) and 0 < v <= MAX_TIME_S,
+    f"a time in seconds above 0 and at most {MAX_TIME_S:g} (a day)",
+)
+RATE = (
+    lambda v: _finite(v) and 0 < v <= MAX_RATE_PER_S,
+    f"a rate above 0 and at most {MAX_RATE_PER_S:g} per second",
+)
 DATE = (_real_date, "a real date, YYYY-MM-DD (e.g. 2026-12-04)")
 GLOB = (valid_glob, "a workload id or glob with every [ closed, e.g. 'model.*'")
 TEXT = _f(str, max_chars=TEXT_MAX_CHARS)
@@ -117,8 +135,8 @@ SCHEMA = {
                 list,
                 item={
                     "workload": _f(str, required=True, valid=GLOB, max_chars=TEXT_MAX_CHARS),
-                    "p99_s": _f(int, float, valid=POSITIVE),
-                    "min_throughput_per_s": _f(int, float, valid=POSITIVE),
+                    "p99_s": _f(int, float, valid=TIME_S),
+                    "min_throughput_per_s": _f(int, float, valid=RATE),
                     "scenario": _f(str, choices=SLA_SCENARIOS),
                     "note": TEXT,
                 },
@@ -274,10 +292,10 @@ def _validate(value: object, schema: dict, where: str, file: Path) -> None:
         if (isinstance(v, bool) and bool not in spec.types) or not isinstance(v, spec.types):
             raise InputError(
                 f"{file}: key {name!r} must be a {_type_names(spec.types)}, "
-                f"got {type(v).__name__} {v!r:.60}"
+                f"got {type(v).__name__} {shown(v)}"
             )
         if spec.valid is not None and not spec.valid[0](v):
-            raise InputError(f"{file}: key {name!r} is {v!r:.60}; expected {spec.valid[1]}")
+            raise InputError(f"{file}: key {name!r} is {shown(v)}; expected {spec.valid[1]}")
         if spec.max_chars is not None and isinstance(v, str) and len(v) > spec.max_chars:
             raise InputError(
                 f"{file}: key {name!r} is {len(v):,} characters; the cap is "
@@ -286,7 +304,8 @@ def _validate(value: object, schema: dict, where: str, file: Path) -> None:
             )
         if spec.choices and v not in spec.choices:
             raise InputError(
-                f"{file}: key {name!r} is {v!r}{closest(str(v), spec.choices)}; expected one "
+                f"{file}: key {name!r} is {shown(v)}{closest(str(v)[:200], spec.choices)}; "
+                "expected one "
                 f"of {', '.join(spec.choices)}"
             )
         if isinstance(v, list):
@@ -340,21 +359,24 @@ def resolve_inside(
         exists = path.exists()
     except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
         raise InputError(
-            f"{file}: key {key!r} = {relative!r} is not a usable path ({exc})"
+            f"{file}: key {key!r} = {shown(relative)} is not a usable path ({shown(str(exc), 160)})"
         ) from exc
     if not allow_outside and not path.is_relative_to(folder):
         raise InputError(
-            f"{file}: key {key!r} = {relative!r} leaves the review's folder {folder}; move the "
+            f"{file}: key {key!r} = {shown(relative)} leaves the review's folder {folder}; "
+            "move the "
             "artifact into the folder, or pass --allow-outside"
         )
     if must_exist and not exists:
         raise InputError(
-            f"{file}: key {key!r} = {relative!r} does not exist (looked for {path}); fix the "
+            f"{file}: key {key!r} = {shown(relative)} does not exist (looked for "
+            f"{shown(str(path), 160)}); fix the "
             "path, relative to the review file"
         )
     if must_exist and path.is_dir() and not (path / "run.json").is_file():
         raise InputError(
-            f"{file}: key {key!r} = {relative!r} is a folder without a run.json; point at a run "
+            f"{file}: key {key!r} = {shown(relative)} is a folder without a run.json; point "
+            "at a run "
             "bundle folder or at a file"
         )
     return path

@@ -718,3 +718,13 @@ def test_stability_title_is_short_when_sensors_are_missing():
     assert "xxx" not in subtitle and "yyy" not in subtitle and "zzz" not in subtitle
     assert len(panel["title"]["subtitle"]) <= 6  # one line each: verdict, trend, reason, ...
     assert len(subtitle) < 400
+
+
+def test_control_characters_in_a_label_do_not_abort_the_process():
+    """vl-convert panics (and aborts the interpreter) on control characters in SVG text; the
+    risk map of a risk described as 'd\\x19\\x06\\x12\\x95' took the whole packet down."""
+    rows = risk_rows()
+    rows[0]["description"] = "d\x19\x06\x12\x95 driver upgrade"
+    svg = charts.to_svg(charts.risk_map(rows))
+    assert svg.startswith("<svg") and "driver upgrade" in svg
+    assert "\x19" not in svg

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from reviewkit.common.files import write_text_atomic
@@ -21,6 +22,23 @@ _SVG_CACHE: dict[str, str] = {}
 SVG_MEMO_ENTRIES = 256
 
 
+# C0 and C1 control characters other than tab and newline: vl-convert's SVG writer panics on
+# them and the panic aborts the whole process (no exception to catch), and SVG (XML) cannot
+# hold most of them anyway. Found by the review-file fuzz (tests/review/test_fuzz_review.py).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(obj):
+    """The spec with every control character in its strings replaced by U+FFFD."""
+    if isinstance(obj, str):
+        return _CONTROL.sub("\ufffd", obj)
+    if isinstance(obj, dict):
+        return {printable(k): printable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [printable(v) for v in obj]
+    return obj
+
+
 def _spec_key(spec: dict) -> str:
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -32,6 +50,7 @@ def to_svg(spec: dict) -> str:
     vl-convert is the slow step (~0.5 s to start, 0.1-0.6 s a chart) and its output is stable
     for the same spec, so re-rendering a packet whose data did not change converts nothing.
     """
+    spec = printable(spec)
     key = _spec_key(spec)
     svg = _SVG_CACHE.get(key)
     if svg is not None:
