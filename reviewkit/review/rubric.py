@@ -10,6 +10,7 @@ from pathlib import Path
 from reviewkit import rubrics
 from reviewkit.analysis.compare import Margins
 from reviewkit.common.errors import InputError
+from reviewkit.common.format import shown
 from reviewkit.common.tomlfile import closest, read_toml
 
 SEVERITIES = ("blocking", "major", "minor")
@@ -84,17 +85,26 @@ def _check_params(label: str, raw: dict, known_checks: Iterable[str]) -> None:
         a_kind = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
         if key not in params:
             raise InputError(
-                f"{label}: check {raw['check']!r} needs params.{key} ({a_kind}); add it to the "
+                f"{label}: check {shown(raw['check'])} needs params.{key} ({a_kind}); add it "
+                "to the "
                 f"item's params, as rubrics/default.toml does"
             )
         if not _PARAM_KINDS[kind](params[key]):
             raise InputError(
                 f"{label}: params.{key} must be {a_kind}, got {type(params[key]).__name__}"
             )
+        if kind == "table":
+            for name, value in params[key].items():
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if not ok or not math.isfinite(value) or value < 0:
+                    raise InputError(
+                        f"{label}: params.{key}.{shown(name)} = {shown(value)}: expected a "
+                        "finite number, 0 or more"
+                    )
         if kind in ("number", "integer") and not _in_range(key, params[key]):
             high = " and at most 1 (a share)" if _is_share(key) else ""
             raise InputError(
-                f"{label}: params.{key} = {params[key]!r}: expected a finite number, 0 or "
+                f"{label}: params.{key} = {shown(params[key])}: expected a finite number, 0 or "
                 f"more{high}"
             )
 
@@ -133,35 +143,36 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
         sid = section["id"]
         sections.append((sid, str(section.get("title", sid))))
         for i_index, raw in enumerate(section.get("items", []), 1):
-            label = f"{where}: section {sid!r}, item {i_index}"
+            label = f"{where}: section {shown(sid)}, item {i_index}"
             if not isinstance(raw, dict):
                 raise InputError(f"{label}: expected a table")
             if isinstance(raw.get("id"), str):
-                label = f"{where}: item {raw['id']!r}"
+                label = f"{where}: item {shown(raw['id'])}"
             for key in raw:
                 if key not in ITEM_KEYS:
                     hint = closest(key, ITEM_KEYS)
-                    raise InputError(f"{label}: unknown key {key!r}{hint}")
+                    raise InputError(f"{label}: unknown key {shown(key)}{hint}")
             for key in REQUIRED_ITEM_KEYS:
                 if key not in raw:
-                    raise InputError(f"{label}: key {key!r} is required")
+                    raise InputError(f"{label}: key {shown(key)} is required")
             for key, value in raw.items():
                 if not isinstance(value, ITEM_KEYS[key]):
                     raise InputError(
-                        f"{label}: key {key!r} must be a {ITEM_KEYS[key].__name__}, "
+                        f"{label}: key {shown(key)} must be a {ITEM_KEYS[key].__name__}, "
                         f"got {type(value).__name__}"
                     )
             if raw["id"] in seen:
-                raise InputError(f"{label}: duplicate id {raw['id']!r}; ids must be unique")
+                raise InputError(f"{label}: duplicate id {shown(raw['id'])}; ids must be unique")
             seen.add(raw["id"])
             if raw["severity"] not in SEVERITIES:
                 raise InputError(
-                    f"{label}: severity {raw['severity']!r} is not one of {', '.join(SEVERITIES)}"
+                    f"{label}: severity {shown(raw['severity'])} is not one of "
+                    f"{', '.join(SEVERITIES)}"
                 )
             if raw["check"] not in known:
                 hint = closest(raw["check"], known)
                 raise InputError(
-                    f"{label}: unknown check {raw['check']!r}{hint}; known checks: "
+                    f"{label}: unknown check {shown(raw['check'])}{hint}; known checks: "
                     f"{', '.join(known)}"
                 )
             _check_params(label, raw, known_checks)
@@ -187,7 +198,8 @@ def _fraction(where: str, key: str, value: object, low: float, high: float) -> f
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(value) or not low <= value <= high:
         raise InputError(
-            f"{where}: [verdicts] {key} = {value!r}: expected a number from {low:g} to {high:g}"
+            f"{where}: [verdicts] {key} = {shown(value)}: expected a number from {low:g} to "
+            f"{high:g}"
         )
     return float(value)
 
@@ -201,11 +213,11 @@ def _margins(where: str, raw: object) -> Margins | None:
     known = [*VERDICT_KEYS, "min_effect_by_layer_type"]
     for key in raw:
         if key not in known:
-            raise InputError(f"{where}: [verdicts] unknown key {key!r}{closest(key, known)}")
+            raise InputError(f"{where}: [verdicts] unknown key {shown(key)}{closest(key, known)}")
     values = {}
     for key, (low, high) in VERDICT_KEYS.items():
         if key not in raw:
-            raise InputError(f"{where}: [verdicts] key {key!r} is required")
+            raise InputError(f"{where}: [verdicts] key {shown(key)} is required")
         values[key] = _fraction(where, key, raw[key], low, high)
     by_layer = raw.get("min_effect_by_layer_type", {})
     if not isinstance(by_layer, dict):

@@ -327,6 +327,9 @@ def test_check_never_crashes_on_random_values(folder, changes, nested):
         ("min_window_s = 60.0", "min_window_s = inf", "params.min_window_s = inf"),
         ("min_scaling_efficiency = 0.5", "min_scaling_efficiency = 1.5",
          "params.min_scaling_efficiency = 1.5: expected a finite number, 0 or more and at most 1"),
+        ("bf16 = 0.01", 'bf16 = "0.01"',
+         "params.tolerances.'bf16' = '0.01': expected a finite number, 0 or more"),
+        ("bf16 = 0.01", "bf16 = -0.01", "params.tolerances.'bf16' = -0.01"),
     ],
 )  # fmt: skip
 def test_thresholds_live_only_in_the_rubric(tmp_path, old, new, needle):

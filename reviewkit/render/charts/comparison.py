@@ -32,26 +32,12 @@ from reviewkit.render.charts.base import (
 )
 
 RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"
-
-
 RISK_CELL_FILL = {0: "#F7F7F7", 1: "#EFEFEF", 2: "#E3E3E3", 3: "#D4D4D4"}  # by severity band
-
-
 OWNER_COLOURS = {"owner named": "#0072B2", "no owner": "#D55E00"}  # Okabe-Ito blue/vermillion
-
-
 OWNER_SHAPES = {"owner named": "circle", "no owner": "triangle-up"}
-
-
 RISK_LABEL_LIMIT_PX = 108  # cell width (560 / 4) less the point and its margin: labels stay in
-
-
 FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
-
-
 TRADE_PANEL_WIDTH = 200  # two panels side by side fit the A4 width with candidate labels
-
-
 TRADE_BAR_PX = 22
 
 
@@ -535,10 +521,9 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
                 range=[HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER],
                 nice=False,
             ),
-            # labels at the ends and at even, two significant digits: the ends are computed
-            # ratios (85.265690453 would be printed as it is)
+            # the ends and even, to two digits: the ends are computed (85.265690453 was shown)
             legend=alt.Legend(
-                format=".2~g", values=[float(f"{1 / spread:.2g}"), 1.0, float(f"{spread:.2g}")]
+                format=".2~g", values=[float(f"{v:.2g}") for v in (1 / spread, 1, spread)]
             ),
         )
         missing = "datum.ratio === null"
