@@ -99,7 +99,55 @@ def load_run(path: Path | str) -> dict:
             raise BundleError(f"{file}: key {key!r} is missing; the bundle is damaged, re-run it")
     while doc["schema_version"] != SCHEMA_VERSION:
         doc = MIGRATIONS[doc["schema_version"]](doc)
+    check_values(doc, file)
     return doc
+
+
+# --- values the analysis computes with, checked on load and named when wrong (issue 18) ------
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _require(ok: bool, file: Path, key: str, value: object, expected: str) -> None:
+    if not ok:
+        from reviewkit.common.format import shown
+
+        raise BundleError(
+            f"{file}: key {key!r} is {shown(value)}; expected {expected}; the bundle is "
+            "damaged: re-run `reviewkit run` or restore it"
+        )
+
+
+def check_values(doc: dict, file: Path) -> None:
+    """The values the analysis computes with, where present: a workload's identity is text,
+    its counts and sizes finite and not negative, its samples finite and positive and its
+    rounds summing to them. A bundle edited by hand or written by something else fails here,
+    naming the key, not later with a traceback."""
+    _require(isinstance(doc["workloads"], list), file, "workloads", doc["workloads"], "a list")
+    for i, w in enumerate(doc["workloads"]):
+        where = f"workloads[{i}]"
+        _require(isinstance(w, dict), file, where, w, "a table")
+        for key in ("id", "layer_type", "dtype", "status"):
+            if key in w:
+                _require(isinstance(w[key], str), file, f"{where}.{key}", w[key], "text")
+        for key in ("flops", "matmul_flops", "bytes", "wire_bytes"):
+            if key in w:
+                ok = _number(w[key]) and w[key] >= 0
+                _require(ok, file, f"{where}.{key}", w[key], "a finite number, 0 or more")
+        samples = w.get("samples_s", [])
+        ok = isinstance(samples, list) and all(_number(x) and x > 0 for x in samples)
+        _require(ok, file, f"{where}.samples_s", samples, "a list of times in seconds above 0")
+        sizes = w.get("round_sizes")
+        if sizes is not None and w.get("samples_s") is not None:
+            ok = (
+                isinstance(sizes, list)
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)
+                and sum(sizes) == len(samples)
+            )
+            _require(ok, file, f"{where}.round_sizes", sizes,
+                     f"counts of samples per round summing to {len(samples)}")  # fmt: skip
 
 
 # --- migrations: an older bundle is read as the current schema, in memory (never rewritten) ----

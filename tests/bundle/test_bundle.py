@@ -182,3 +182,32 @@ def test_refuses_foreign_files(tmp_path, content, needle):
 def test_missing_bundle_names_the_path(tmp_path):
     with pytest.raises(BundleError, match="no run bundle here"):
         load_run(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda w: w.update(flops=None),
+         "key 'workloads[0].flops' is None; expected a finite number, 0 or more"),
+        (lambda w: w.update(bytes=-4), "key 'workloads[0].bytes' is -4"),
+        (lambda w: w.update(samples_s=[0.1, -1.0]), "key 'workloads[0].samples_s'"),
+        (lambda w: w.update(samples_s=[0.1, "fast"]), "key 'workloads[0].samples_s'"),
+        (lambda w: w.update(round_sizes=[5]),
+         "key 'workloads[0].round_sizes' is [5]; expected counts of samples per round summing "
+         "to 2"),
+        (lambda w: w.update(id=7), "key 'workloads[0].id' is 7; expected text"),
+    ],
+)  # fmt: skip
+def test_damaged_values_are_named_on_load(tmp_path, edit, needle):
+    """A bundle edited by hand or truncated: the key, the value and what was expected, not a
+    traceback from the analysis later (issue 18; found by a run.json fuzz: `flops: null`
+    reached the roofline as a TypeError)."""
+    workload = {"id": "a", "layer_type": "gemm", "dtype": "fp32", "status": "ok", "flops": 10,
+                "bytes": 4, "samples_s": [0.1, 0.2], "round_sizes": [2]}  # fmt: skip
+    write_run(tmp_path, {**MINIMAL, "workloads": [workload]})
+    raw = json.loads((tmp_path / "run.json").read_text())
+    edit(raw["workloads"][0])
+    (tmp_path / "run.json").write_text(json.dumps(raw))
+    with pytest.raises(BundleError) as info:
+        load_run(tmp_path)
+    assert needle in str(info.value) and "the bundle is damaged" in str(info.value)
