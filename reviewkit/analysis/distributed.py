@@ -16,8 +16,17 @@ def link_peak(doc: dict) -> float | None:
     return peak if isinstance(peak, (int, float)) and peak > 0 else None
 
 
+def over_others(medians: list[float]) -> list[float]:
+    """Each rank's median over the median of the other ranks' (leave-one-out, so at two ranks a
+    rank is held against the other one, not against a median it is half of)."""
+    if len(medians) < 2:
+        return []
+    return [m / statistics.median(medians[:k] + medians[k + 1 :]) for k, m in enumerate(medians)]
+
+
 def rank_skew(rank_samples_s: list[list[float]]) -> dict | None:
-    """Each rank's median, the slowest over the median rank's (1.0: no skew), and which rank."""
+    """Each rank's median and its ratio to the other ranks', the slowest over the median
+    rank's (1.0: no skew), and which rank."""
     medians = [statistics.median(s) for s in rank_samples_s if s]
     if len(medians) != len(rank_samples_s) or not medians:
         return None
@@ -25,6 +34,7 @@ def rank_skew(rank_samples_s: list[list[float]]) -> dict | None:
     slowest = max(range(len(medians)), key=medians.__getitem__)
     return {
         "rank_median_s": medians,
+        "rank_over_others": over_others(medians),
         "max_over_median": medians[slowest] / middle if middle > 0 else None,
         "slowest_rank": slowest,
     }
@@ -48,18 +58,13 @@ def collective_bandwidth(w: dict, world_size: int, link_bytes_per_s: float | Non
 def stragglers(workloads: list[dict], world_size: int, ratio: float = coll.STRAGGLER_RATIO):
     """Ranks whose straggler probes (compute workloads every rank runs alike) take `ratio` or
     more of the other ranks' median time: the geometric mean over the probes of each rank's
-    median over the median of the others' (leave-one-out, so at two ranks a rank is held
-    against the other one, not against a median it is half of). Returns (per-rank ratios,
-    flagged ranks)."""
+    median over the others' (`over_others`). Returns (per-rank ratios, flagged ranks)."""
     logs: list[list[float]] = [[] for _ in range(world_size)]
     for w in workloads:
         if w.get("params", {}).get("role") != coll.PROBE or not w.get("skew"):
             continue
-        medians = w["skew"]["rank_median_s"]
-        for rank, m in enumerate(medians):
-            others = medians[:rank] + medians[rank + 1 :]
-            if others:
-                logs[rank].append(math.log(m / statistics.median(others)))
+        for rank, r in enumerate(over_others(w["skew"]["rank_median_s"])):
+            logs[rank].append(math.log(r))
     if not all(logs):
         return [], []
     ratios = [math.exp(sum(values) / len(values)) for values in logs]

@@ -64,9 +64,6 @@ def run(
     ),
 ) -> None:
     """Measure the suite on this machine and write a run bundle (run.json)."""
-    from reviewkit.analysis.roofline import analyse_run
-    from reviewkit.bundle.run import write_run
-    from reviewkit.cli.console import print_run, stdout_console, summary
     from reviewkit.measure import runner as measure
     from reviewkit.measure.rounds import MAX_ROUNDS
 
@@ -89,14 +86,24 @@ def run(
     # The exact command line, so the whole run can be reproduced (each workload also carries
     # its own single-workload command).
     doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    _analyse_write_print(doc, out_dir, as_json)
+    if not doc["complete"]:
+        raise typer.Exit(130)
+
+
+def _analyse_write_print(doc: dict, out_dir: Path, as_json: bool) -> Path:
+    """A measured run document as `run` ends: analysed, written, printed; its path."""
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import write_run
+    from reviewkit.cli.console import print_run, stdout_console, summary
+
     analyse_run(doc)
     path = write_run(out_dir, doc)
     if as_json:
         _emit_json(summary(doc, str(path)))
     else:
         print_run(doc, stdout_console(), str(path))
-    if not doc["complete"]:
-        raise typer.Exit(130)
+    return path
 
 
 def _run_distributed(request, distributed, backend, nproc, timeout, out_dir, as_json) -> None:
@@ -132,9 +139,6 @@ def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None
     import contextlib
     import os
 
-    from reviewkit.analysis.roofline import analyse_run
-    from reviewkit.bundle.run import write_run
-    from reviewkit.cli.console import print_run, stdout_console, summary
     from reviewkit.common.errors import ReviewkitError
     from reviewkit.measure import distributed as dmeasure
 
@@ -151,12 +155,7 @@ def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None
     if doc is None:
         return
     doc["command"] = command
-    analyse_run(doc)
-    path = write_run(out_dir, doc)
-    if as_json:
-        _emit_json(summary(doc, str(path)))
-    else:
-        print_run(doc, stdout_console(), str(path))
+    path = _analyse_write_print(doc, out_dir, as_json)
     if not doc["complete"]:
         why = (doc.get("distributed") or {}).get("incomplete") or doc.get("interrupted")
         stderr.print(

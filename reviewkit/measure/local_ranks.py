@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 from reviewkit.common.errors import UsageError
+from reviewkit.measure.calibration import default_threads
 
 
 def free_port() -> int:
@@ -28,7 +29,8 @@ def spawn_local(nproc: int, target: Callable, args: tuple, timeout_s: float) -> 
         raise UsageError(f"--nproc {nproc}: expected a positive number of ranks")
     ctx = torch.multiprocessing.get_context("spawn")
     port = free_port()
-    threads = max(1, (os.cpu_count() or 1) // nproc)
+    # torch's own default (one thread per physical core) shared among the ranks
+    threads = max(1, default_threads() // nproc)
     procs = []
     for rank in range(nproc):
         env = {

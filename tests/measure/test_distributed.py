@@ -4,7 +4,6 @@ gathering of every rank's samples, bandwidths against an independent timing, and
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -318,7 +317,3 @@ def test_straggler_probes_are_the_suites_own_workloads():
     singles = {s.id for s in suite.workloads("quick", ("fp32",))}
     assert [p.layer_type for p in probes] == ["gemm", "norm"]
     assert all(p.id in singles for p in probes)  # comparable with a one-process run
-
-
-def test_bare_timing_helper_is_a_median():
-    assert statistics.median([3.0, 1.0, 2.0]) == 2.0

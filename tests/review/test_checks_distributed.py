@@ -31,7 +31,8 @@ def test_collective_numbers_by_hand():
     assert f["communication"] == pytest.approx(8 * MIB / 4e9 / 0.008)
     assert f["overhead"] == pytest.approx((0.008 - 16 * MIB / 3e10 - 8 * MIB / 4e9) / 0.008)
     assert sum(f.values()) == pytest.approx(1)
-    assert ar["skew"] == {"rank_median_s": [0.008, 0.008], "max_over_median": 1.0,
+    assert ar["skew"] == {"rank_median_s": [0.008, 0.008], "rank_over_others": [1.0, 1.0],
+                          "max_over_median": 1.0,
                           "slowest_rank": 0}  # fmt: skip
 
 

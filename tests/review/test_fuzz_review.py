@@ -9,12 +9,12 @@ a long fuzz (the figures of the last long run are in docs/reliability.md)."""
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 
 import pytest
 import tomlkit
+from fuzzing import leaves, replaced
 from htmlsafety import parse_inert
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -51,28 +51,7 @@ hostile = st.one_of(
 )  # fmt: skip
 
 
-def leaves(doc, path=()):
-    """Every leaf's path in a nested review (keys and list indices)."""
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            yield from leaves(value, (*path, key))
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc):
-            yield from leaves(value, (*path, i))
-    else:
-        yield path
-
-
 LEAVES = sorted(leaves(complete_review()), key=str)
-
-
-def replaced(doc: dict, path: tuple, value) -> dict:
-    out = copy.deepcopy(doc)
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ REVIEWKIT_FUZZ_EXAMPLES=N runs a long fuzz."""
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 
 import pytest
 import tomlkit
+from fuzzing import leaves, replaced
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runfactory import complete_review, write_review
@@ -31,17 +31,6 @@ hostile = st.one_of(
 )  # fmt: skip
 
 
-def leaves(doc, path=()):
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            yield from leaves(value, (*path, key))
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc):
-            yield from leaves(value, (*path, i))
-    else:
-        yield path
-
-
 LEAVES = sorted(leaves(DEFAULT), key=str)
 
 
@@ -58,11 +47,7 @@ def review(tmp_path_factory):
 )
 @given(path=st.sampled_from(LEAVES), value=hostile)
 def test_a_hostile_rubric_value_ends_in_a_report_or_one_clear_error(review, tmp_path, path, value):
-    doc = copy.deepcopy(DEFAULT)
-    node = doc
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
+    doc = replaced(DEFAULT, path, value)
     try:
         text = tomlkit.dumps(doc)
     except Exception:  # a value TOML cannot hold

@@ -3,8 +3,7 @@ production-evidence sections' in their own modules (sweep, soak, energy, quality
 
 from __future__ import annotations
 
-import statistics
-
+from reviewkit.analysis.distributed import over_others
 from reviewkit.analysis.sla import calls_per_s
 from reviewkit.render.packet.energy import energy_charts
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
@@ -22,6 +21,7 @@ def draw_charts(
     layer_rows: list[dict],
     workload_rows: list[dict],
     charts,
+    soak: tuple[list[dict], list[str]] | None = None,
 ) -> dict:
     """Every section's chart specs, by the names the template partials place them under."""
     return {
@@ -33,7 +33,7 @@ def draw_charts(
         **_platform_charts(report, charts),
         **shape_charts(report, workload_rows, charts),
         **sweep_charts(report, charts),
-        **soak_charts(report, charts),
+        **soak_charts(report, charts, soak),
         **energy_charts(runs, charts),
         **quality_charts(report, charts),
         **_communication_charts(runs, charts),
@@ -63,12 +63,11 @@ def _communication_charts(runs: list[tuple[str, dict]], charts) -> dict:
             skew = w.get("skew")
             if not skew:
                 continue
-            medians = skew["rank_median_s"]
             # each rank against the others' median, as stragglers are judged
             skew_rows += [
                 {"run": label if len(multi) > 1 else "", "workload": w["id"], "rank": rank,
-                 "ratio": m / statistics.median(medians[:rank] + medians[rank + 1 :])}
-                for rank, m in enumerate(medians) if len(medians) > 1
+                 "ratio": ratio}
+                for rank, ratio in enumerate(over_others(skew["rank_median_s"]))
             ]  # fmt: skip
     return {
         "collective_times": charts.collective_times(collective_runs),

@@ -19,6 +19,7 @@ from reviewkit.render.packet.labels import (
     run_label,
 )
 from reviewkit.render.packet.markdown import markdown_html
+from reviewkit.render.packet.soak import soak_input, soak_notes
 from reviewkit.review.checks import STATUS_ORDER
 from reviewkit.review.gate import Report
 
@@ -69,22 +70,6 @@ def _layer_rows(label: str, doc: dict) -> list[dict]:
         for layer_type, a in by_dtype[dtype].items():
             rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a})
     return rows
-
-
-def _soak_notes(report: Report) -> list[str]:
-    """Each cited soak's throttling reason and missing sensors, said in the text: in the
-    chart's title they were a paragraph."""
-    from reviewkit.render.packet.soak import soak_input
-
-    soaks, _ = soak_input(report)
-    out = []
-    for s in soaks:
-        throttling = s.get("throttling") or {}
-        if throttling.get("reason"):
-            out.append(f"{s['workload']}: throttling {throttling.get('status')}: "
-                       f"{throttling['reason']}")  # fmt: skip
-        out += [f"{s['workload']}: {n}" for n in s.get("sensor_notes") or []]
-    return out
 
 
 def _communication(label: str, doc: dict) -> dict:
@@ -382,14 +367,15 @@ def build_model(report: Report) -> dict:
     }
     matrix = build_matrix(runs, r.sla_targets)
     model["platforms"] = _platforms_model(matrix)
-    model["charts"] = draw_charts(report, runs, layer_rows, workload_rows, charts)
+    soak = soak_input(report)  # read once: the stability chart and the notes beside it
+    model["charts"] = draw_charts(report, runs, layer_rows, workload_rows, charts, soak)
+    model["soak_notes"] = soak_notes(soak[0])
     model["production_fit"], fit_specs = fit_input(report, charts)
     model["charts"].update(fit_specs)
     if matrix.multi_device:  # with one device the section says so: no empty chart
         model["charts"]["platform_matrix"] = charts.platform_matrix(
             model["platforms"]["cells"], [p.label for p in matrix.platforms]
         )
-    model["soak_notes"] = _soak_notes(report)
     model["brief"] = build_brief(report, model)
     return model
 

@@ -76,6 +76,20 @@ def one_soak(soak: Soak, source: str, several: bool) -> dict:
     }
 
 
-def soak_charts(report: Report, charts) -> dict:
-    """The section's chart specs, by the name its template partial places them under."""
-    return {"stability": charts.stability(*soak_input(report))}
+def soak_charts(report: Report, charts, soak: tuple[list[dict], list[str]] | None = None) -> dict:
+    """The section's chart specs, by the name its template partial places them under (`soak`:
+    soak_input's result when the caller has read it already)."""
+    return {"stability": charts.stability(*(soak or soak_input(report)))}
+
+
+def soak_notes(soaks: list[dict]) -> list[str]:
+    """Each soak's throttling reason and missing sensors, said beside the chart: in the
+    chart's title they were a paragraph."""
+    out = []
+    for s in soaks:
+        throttling = s.get("throttling") or {}
+        if throttling.get("reason"):
+            out.append(f"{s['workload']}: throttling {throttling.get('status')}: "
+                       f"{throttling['reason']}")  # fmt: skip
+        out += [f"{s['workload']}: {n}" for n in s.get("sensor_notes") or []]
+    return out
