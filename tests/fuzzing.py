@@ -17,11 +17,25 @@ def leaves(doc, path=()):
         yield path
 
 
-def replaced(doc: dict, path: tuple, value) -> dict:
-    """A deep copy of `doc` with the leaf at `path` set to `value`."""
+def replaced(doc: dict, path: tuple, value, removed: object = None) -> dict:
+    """A deep copy of `doc` with the leaf at `path` set to `value` (deleted when `value` is
+    the `removed` sentinel)."""
     out = copy.deepcopy(doc)
     node = out
     for key in path[:-1]:
         node = node[key]
-    node[path[-1]] = value
+    if removed is not None and value is removed:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
     return out
+
+
+def field_paths(doc) -> dict[tuple, list[tuple]]:
+    """The leaves grouped by field: list indices made None, so a field repeated in each of
+    200 samples or 50 workloads is drawn as often as a field that occurs once."""
+    fields: dict[tuple, list[tuple]] = {}
+    for path in leaves(doc):
+        key = tuple(None if isinstance(p, int) else p for p in path)
+        fields.setdefault(key, []).append(path)
+    return fields

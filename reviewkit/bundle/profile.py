@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 
+from reviewkit.bundle import schema
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
+from reviewkit.common.numbers import finite_number
 
 KIND = "reviewkit.device-profile"
 VERSION = 1
@@ -101,21 +102,19 @@ def build(
     return doc
 
 
+PROFILE_REMEDY = (
+    "this is not a usable device profile. Write a new one with `reviewkit calibrate`, or run "
+    "with --recalibrate"
+)
+
+
 def _need(cond: bool, path: Path, key: str, expected: str) -> None:
     if not cond:
-        raise ProfileError(
-            f"{path}: `{key}` {expected}; this is not a usable device profile. Write a new one "
-            "with `reviewkit calibrate`, or run with --recalibrate"
-        )
+        raise ProfileError(f"{path}: `{key}` {expected}; {PROFILE_REMEDY}")
 
 
 def _positive_or_null(value: object) -> bool:
-    return value is None or (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
+    return value is None or (finite_number(value) and value > 0)
 
 
 def validate(doc: object, path: Path) -> dict:
@@ -156,6 +155,13 @@ def validate(doc: object, path: Path) -> dict:
     _need(isinstance(doc.get("bandwidth"), dict)
           and _positive_or_null(doc["bandwidth"].get("peak")), path, "bandwidth.peak",
           "must be a positive number (bytes/s) or null")  # fmt: skip
+    for key in ("wall_s", "created_unix_s"):
+        value = doc.get(key)
+        _need(value is None or (_positive_or_null(value) or value == 0), path, key,
+              "must be a finite number of seconds, 0 or more, or null")  # fmt: skip
+    # What becomes a run's `ceilings` is held to what a run bundle's ceilings must be.
+    schema.check(ceilings_of(doc, "pinned", None), path, part="ceilings", error=ProfileError,
+                 remedy=PROFILE_REMEDY)  # fmt: skip
     _need(doc.get("hash") == content_hash(doc), path, "hash",
           "must match the profile's content (the file was edited or damaged after it was "
           "written)")  # fmt: skip
@@ -172,8 +178,8 @@ def load(path: Path) -> dict:
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read the device profile ({exc.strerror})") from None
     try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        doc = schema.parse(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ProfileError(
             f"{path}: not valid JSON ({exc}); write a new profile with `reviewkit calibrate`, "
             "or run with --recalibrate"

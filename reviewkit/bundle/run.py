@@ -6,8 +6,10 @@ import json
 import math
 from pathlib import Path
 
+from reviewkit.bundle import schema
 from reviewkit.common.errors import BundleError
 from reviewkit.common.files import write_text_atomic
+from reviewkit.common.numbers import finite_number
 
 # 2: every workload carries `energy` (metered over its measured window, or why not), and the
 # run its `energy_meter`. Version 1 bundles load through migrate_v1_to_v2.
@@ -21,6 +23,7 @@ from reviewkit.common.files import write_text_atomic
 # (`rank_samples_s`) and bytes on the wire (`wire_bytes`), and `ceilings.interconnect` the link.
 SCHEMA_VERSION = 5
 RUN_FILE = "run.json"
+MAX_SAMPLE_S = 86_400.0  # one call's time: a day is past any benchmark call, and keeps sums finite
 KIND = "reviewkit.run"
 # A workload's `status` in a run bundle (and a row's in the evidence files): "ok" is the only
 # one that carries measurements; every other status says why not (the runner defines them).
@@ -77,8 +80,8 @@ def load_run(path: Path | str) -> dict:
             f"{file}: no run bundle here; pass a folder written by `reviewkit run --out DIR`"
         )
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = schema.parse(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BundleError(f"{file}: not readable as JSON ({exc}); re-run `reviewkit run`") from exc
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise BundleError(
@@ -97,8 +100,12 @@ def load_run(path: Path | str) -> dict:
     for key in ("suite", "environment", "knobs", "ceilings", "workloads"):
         if key not in doc:
             raise BundleError(f"{file}: key {key!r} is missing; the bundle is damaged, re-run it")
+    workloads = doc["workloads"]  # what the migrations walk
+    _require(isinstance(workloads, list) and all(isinstance(w, dict) for w in workloads), file,
+             "workloads", workloads, "a list of workload tables")  # fmt: skip
     while doc["schema_version"] != SCHEMA_VERSION:
         doc = MIGRATIONS[doc["schema_version"]](doc)
+    schema.check(doc, file)
     check_values(doc, file)
     return doc
 
@@ -106,47 +113,33 @@ def load_run(path: Path | str) -> dict:
 # --- values the analysis computes with, checked on load and named when wrong (issue 18) ------
 
 
-def _number(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _require(ok: bool, file: Path, key: str, value: object, expected: str) -> None:
     if not ok:
-        from reviewkit.common.format import shown
+        schema.refuse(file, key, value, expected)
 
-        raise BundleError(
-            f"{file}: key {key!r} is {shown(value)}; expected {expected}; the bundle is "
-            "damaged: re-run `reviewkit run` or restore it"
-        )
+
+def _times(values: object) -> bool:
+    return isinstance(values, list) and all(
+        finite_number(x) and 0 < x <= MAX_SAMPLE_S for x in values
+    )
 
 
 def check_values(doc: dict, file: Path) -> None:
-    """The values the analysis computes with, where present: a workload's identity is text,
-    its counts and sizes finite and not negative, its samples finite and positive and its
-    rounds summing to them. A bundle edited by hand or written by something else fails here,
-    naming the key, not later with a traceback."""
-    _require(isinstance(doc["workloads"], list), file, "workloads", doc["workloads"], "a list")
+    """What run.schema.json leaves to Python: the samples (thousands of numbers, ten times
+    faster checked here) are times above 0 and at most a day, and each workload's rounds sum to
+    its samples. A bundle edited by hand or written by something else fails here, naming the
+    key, not later with a traceback."""
     for i, w in enumerate(doc["workloads"]):
         where = f"workloads[{i}]"
-        _require(isinstance(w, dict), file, where, w, "a table")
-        for key in ("id", "layer_type", "dtype", "status"):
-            if key in w:
-                _require(isinstance(w[key], str), file, f"{where}.{key}", w[key], "text")
-        for key in ("flops", "matmul_flops", "bytes", "wire_bytes"):
-            if key in w:
-                ok = _number(w[key]) and w[key] >= 0
-                _require(ok, file, f"{where}.{key}", w[key], "a finite number, 0 or more")
-        samples = w.get("samples_s", [])
-        ok = isinstance(samples, list) and all(_number(x) and x > 0 for x in samples)
-        _require(ok, file, f"{where}.samples_s", samples, "a list of times in seconds above 0")
-        sizes = w.get("round_sizes")
-        if sizes is not None and w.get("samples_s") is not None:
-            ok = (
-                isinstance(sizes, list)
-                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)
-                and sum(sizes) == len(samples)
-            )
-            _require(ok, file, f"{where}.round_sizes", sizes,
+        for key in ("samples_s", "warmup_samples_s"):
+            _require(_times(w.get(key, [])), file, f"{where}.{key}", w.get(key),
+                     "a list of times in seconds above 0 and at most 86,400")  # fmt: skip
+        for r, per_rank in enumerate(w.get("rank_samples_s") or []):
+            _require(_times(per_rank), file, f"{where}.rank_samples_s[{r}]", per_rank,
+                     "a list of times in seconds above 0 and at most 86,400")  # fmt: skip
+        sizes, samples = w.get("round_sizes"), w["samples_s"]
+        if sizes is not None:
+            _require(sum(sizes) == len(samples), file, f"{where}.round_sizes", sizes,
                      f"counts of samples per round summing to {len(samples)}")  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
@@ -18,6 +19,22 @@ from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
+
+
+class DataTable(Table):
+    """A table of values read from files: a str cell or title is shown as it is, never read
+    as rich markup (a workload id "[red]x[/]" is an id, and "[/]" would be a rendering error);
+    a cell styled on purpose is a Text."""
+
+    def __init__(self, *args, title: str | None = None, **kwargs) -> None:
+        super().__init__(*args, title=None if title is None else Text(title), **kwargs)
+
+    def add_row(self, *cells, **kwargs) -> None:
+        super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
+
+
+def styled(text: str, style: str) -> Text:
+    return Text(text, style=style)
 
 
 def _time(seconds: float | None) -> str:
@@ -46,7 +63,7 @@ def _capacity(nbytes: int | None) -> str:
 def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
     """Compute per dtype and bandwidth per memory level, each with the value used, its source
     and the spread of its trials (a bundle's `ceilings` or a device profile)."""
-    t = Table(title=title, title_justify="left")
+    t = DataTable(title=title, title_justify="left")
     for col in ("ceiling", "used", "source", "trials low-high", "datasheet"):
         t.add_column(col, justify="left" if col in ("ceiling", "source") else "right")
     for dtype, v in (c.get("compute") or {}).items():
@@ -85,9 +102,12 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
     fp = doc.get("fingerprint") or {}
     build = doc.get("torch") or {}
     console.print(
-        f"[bold]device profile {doc['hash']}[/] · {escape(str(fp.get('label')))} (fingerprint "
-        f"{fp.get('hash')}) · torch {build.get('torch_version')} · {doc.get('threads')} threads · "
-        f"{doc.get('calibration')} calibration in {doc.get('wall_s', 0):.1f} s",
+        f"[bold]device profile {escape(str(doc['hash']))}[/] · "
+        + escape(
+            f"{fp.get('label')} (fingerprint {fp.get('hash')}) · torch "
+            f"{build.get('torch_version')} · {doc.get('threads')} threads · "
+            f"{doc.get('calibration')} calibration in {doc.get('wall_s') or 0:.1f} s"
+        ),
         highlight=False,
     )
     title = "Ceilings (the best trial; the median trial for a level shared with neighbours)"
@@ -98,7 +118,7 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
 
 def layer_table(doc: dict, dtype: str) -> Table:
     rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
-    t = Table(title=f"By layer type — {dtype}", title_justify="left")
+    t = DataTable(title=f"By layer type — {dtype}", title_justify="left")
     communicates = bool(doc.get("distributed"))
     columns = ["layer type", "workloads", "time share", "MFU", "memory-stall", "overhead"]
     columns += ["communication"] if communicates else []
@@ -136,7 +156,7 @@ def review_layer_table(report) -> Table | None:
             layers += [lt for lt in by_layer if lt not in layers]
     if not columns:
         return None
-    t = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    t = DataTable(box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     t.add_column("layer type")
     for name, _ in columns:
         t.add_column(f"{name} MFU / stall", justify="right")
@@ -154,7 +174,7 @@ def review_layer_table(report) -> Table | None:
 def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
     ok = [w for w in doc["workloads"] if w.get("stats")]
     ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
-    t = Table(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
+    t = DataTable(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
     columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "bottleneck", "flags")
     for col in columns:
         t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
@@ -177,12 +197,12 @@ def problems_table(doc: dict) -> Table | None:
     bad = [w for w in doc["workloads"] if w["status"] != STATUS_OK or w.get("reason")]
     if not bad:
         return None
-    t = Table(title="Workloads not measured normally", title_justify="left")
+    t = DataTable(title="Workloads not measured normally", title_justify="left")
     t.add_column("workload")
     t.add_column("status")
     t.add_column("reason", overflow="fold")
     for w in bad:
-        t.add_row(escape(w["id"]), w["status"], escape(w.get("reason") or ""))
+        t.add_row(w["id"], w["status"], w.get("reason") or "")
     return t
 
 
@@ -204,18 +224,24 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     # the fingerprint's label ("AMD EPYC · Zen 4 · AVX-512 BF16 · 2 cores") where recorded
     device_label = (env.get("fingerprint") or {}).get("label") or env.get("device_name")
     console.print(
-        f"[bold]{s['name']} {s['version']}[/] (hash {s['hash']}) · profile {doc['profile']} · "
-        f"{doc['knobs']['device']} ({device_label}) · "
-        f"{doc['knobs']['threads']} threads · "
-        f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
-        f"torch {env.get('torch_version')} · {status}"
+        f"[bold]{escape(s['name'])} {escape(s['version'])}[/] (hash {escape(s['hash'])}) · "
+        + escape(
+            f"profile {doc.get('profile', MISSING)} · {doc['knobs'].get('device')} "
+            f"({device_label}) · {doc['knobs'].get('threads')} threads · "
+            f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
+            f"torch {env.get('torch_version')} · "
+        )
+        + status,
+        highlight=False,
     )
     console.print(ceilings_table(doc.get("ceilings") or {}))
     profile = (doc.get("ceilings") or {}).get("profile")
     if profile and profile.get("hash"):
         console.print(
-            f"device profile {profile['hash']} ({profile.get('source')}, "
-            f"{profile.get('calibration')} calibration)",
+            escape(
+                f"device profile {profile['hash']} ({profile.get('source')}, "
+                f"{profile.get('calibration')} calibration)"
+            ),
             highlight=False,
         )
     elif profile:
@@ -237,7 +263,7 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     if problems is not None:
         console.print(problems)
     if path:
-        console.print(f"run bundle: {path}")
+        console.print(f"run bundle: {escape(path)}", highlight=False)
 
 
 def summary(doc: dict, path: str | None = None) -> dict:
@@ -303,18 +329,18 @@ def print_comparison(comp, console: Console) -> None:
         f"(paired by {comp.paired_by})"
     )
     if comp.knob_changes:
-        t = Table(title="Knob diff", title_justify="left")
+        t = DataTable(title="Knob diff", title_justify="left")
         for col in ("knob", "baseline", "candidate"):
             t.add_column(col)
         for k in comp.knob_changes:
-            t.add_row(escape(k.knob), escape(str(k.baseline)), escape(str(k.candidate)))
+            t.add_row(k.knob, str(k.baseline), str(k.candidate))
         console.print(t)
     else:
         console.print("Knob diff: none")
     for w in comp.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     console.print(escape(comp.basis()))
-    t = Table(
+    t = DataTable(
         title="By layer type (ratio of summed medians, candidate / baseline, 95% CI)",
         title_justify="left",
     )
@@ -333,7 +359,7 @@ def print_comparison(comp, console: Console) -> None:
             layer.layer_type,
             str(layer.workloads),
             _ratio(layer.time_ratio, layer.time_ratio_ci),
-            f"[{VERDICT_STYLE[layer.verdict]}]{layer.verdict}[/]",
+            styled(layer.verdict, VERDICT_STYLE[layer.verdict]),
             f"{pct(layer.mfu_baseline)} → {pct(layer.mfu_candidate)}",
             f"{pct(layer.memory_stall_baseline)} → {pct(layer.memory_stall_candidate)}",
             f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
@@ -341,7 +367,7 @@ def print_comparison(comp, console: Console) -> None:
             else str(layer.bottleneck_baseline),
         )
     console.print(t)
-    t = Table(title="By workload (candidate / baseline)", title_justify="left")
+    t = DataTable(title="By workload (candidate / baseline)", title_justify="left")
     for col in (
         "workload",
         "median ratio [95% CI]",
@@ -357,8 +383,8 @@ def print_comparison(comp, console: Console) -> None:
         t.add_row(
             w.key,
             _ratio(w.median_ratio, w.median_ratio_ci),
-            f"[{VERDICT_STYLE[w.verdict]}]{w.verdict}[/]"
-            + (f" ({escape(w.reason)})" if w.reason and w.verdict == "not comparable" else ""),
+            styled(w.verdict, VERDICT_STYLE[w.verdict])
+            + (f" ({w.reason})" if w.reason and w.verdict == "not comparable" else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
             MISSING if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
@@ -379,7 +405,7 @@ def print_comparison(comp, console: Console) -> None:
     if regressions:
         console.print(
             f"[red]{len(regressions)} workload(s) significantly slower at p99[/] (beyond the "
-            f"margin, {fdr}): " + ", ".join(w.key for w in regressions[:6])
+            f"margin, {fdr}): " + escape(", ".join(w.key for w in regressions[:6]))
         )
     else:
         console.print(f"No p99 regression beyond the margin ({fdr}).")
@@ -410,15 +436,15 @@ def print_check(report, console: Console) -> None:
             f"({f.item.severity}): {escape(f.summary)}"
         )
         console.print(f"      to clear: {escape(f.item.clears_with)}")
-    t = Table(title="Findings", title_justify="left")
+    t = DataTable(title="Findings", title_justify="left")
     for col in ("item", "severity", "status", "summary"):
         t.add_column(col, overflow="fold")
     for f in report.findings:
         t.add_row(
             f.item.id,
             f.item.severity,
-            f"[{STATUS_STYLE[f.status]}]{f.status}[/]",
-            escape(f.summary),
+            styled(f.status, STATUS_STYLE[f.status]),
+            f.summary,
         )
     console.print(t)
     if report.disproof:
@@ -438,7 +464,7 @@ def print_check(report, console: Console) -> None:
 
 def quality_table(doc: dict, out) -> Table:
     """`reviewkit quality`'s table: relative error (and the model's top-1 and KL) per row."""
-    table = Table(title=f"Relative error against float64 ({out})", title_justify="left")
+    table = DataTable(title=f"Relative error against float64 ({out})", title_justify="left")
     for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
         table.add_column(col)
     for r in doc["results"]:
@@ -456,7 +482,7 @@ def quality_table(doc: dict, out) -> Table:
 
 def sweep_table(doc: dict, out) -> Table:
     """`reviewkit sweep`'s table: one row per load level of every swept workload."""
-    table = Table(title=f"Latency-throughput sweep ({out})", title_justify="left")
+    table = DataTable(title=f"Latency-throughput sweep ({out})", title_justify="left")
     for col in ("workload", "scenario", "offered/s", "achieved/s", "p50", "p99", "max", "valid"):
         table.add_column(col)
     for row in sweep_rows(doc):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from reviewkit.cli.console import _time
+from reviewkit.cli.console import DataTable, _time
 from reviewkit.common.format import MISSING, binary_size, pct
 
 
@@ -20,7 +20,7 @@ def distributed_lines(doc: dict) -> list[str]:
         return []
     hosts = ", ".join(f"{escape(h)} ({n})" for h, n in d["ranks_per_host"].items())
     link = (doc.get("ceilings") or {}).get("interconnect") or {}
-    lines = [f"[bold]distributed[/]: {d['world_size']} ranks · {d['backend']} · "
+    lines = [f"[bold]distributed[/]: {d['world_size']} ranks · {escape(str(d['backend']))} · "
              f"{escape(str(d.get('launcher')))} · hosts {hosts}"]  # fmt: skip
     if link.get("peak"):
         sheet = f", datasheet {_gbps(link['datasheet'])} GB/s" if link.get("datasheet") else ""
@@ -48,8 +48,8 @@ def distributed_lines(doc: dict) -> list[str]:
     for sc in d.get("scaling") or []:
         comm = sc.get("communication_fraction")
         lines.append(
-            f"tensor parallel {sc['tp']} ({sc['dtype']}): {sc['speedup']:.2f}x the unsharded "
-            f"layer, scaling efficiency {pct(sc['efficiency'])}"
+            f"tensor parallel {sc['tp']} ({escape(str(sc['dtype']))}): {sc['speedup']:.2f}x the "
+            f"unsharded layer, scaling efficiency {pct(sc['efficiency'])}"
             + (f", communication {pct(comm)} of its time" if comm is not None else "")
         )
     if d.get("incomplete"):
@@ -63,7 +63,7 @@ def collectives_table(doc: dict) -> Table | None:
     rows = [w for w in doc["workloads"] if w.get("collective")]
     if not rows:
         return None
-    t = Table(title="Collectives (a call's time is its slowest rank's)", title_justify="left")
+    t = DataTable(title="Collectives (a call's time is its slowest rank's)", title_justify="left")
     for col in ("workload", "size", "p50", "p99", "algbw GB/s", "busbw GB/s", "of link",
                 "rank skew"):  # fmt: skip
         t.add_column(col, justify="left" if col == "workload" else "right")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from reviewkit.bundle.run import STATUS_OK
+from reviewkit.common.numbers import finite_number
 
 __all__ = [
     "NO_STATUS",
@@ -112,11 +112,6 @@ def need(cond: bool, key: str, expected: str, *, error: type[EvidenceUnusable], 
     the one refusal every typed reader gives."""
     if not cond:
         raise error(f"`{key}` must be {expected}; re-run `{WRITTEN_BY[kind]}`")
-
-
-def finite_number(x: object) -> bool:
-    """A JSON number that is neither a bool nor NaN/infinite."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 Record = TypeVar("Record")

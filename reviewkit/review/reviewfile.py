@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
 from reviewkit.common.format import shown
+from reviewkit.common.numbers import finite_number
 from reviewkit.common.tomlfile import closest, read_toml
 
 SCHEMA_VERSION = 1
@@ -58,7 +58,7 @@ ANSWER_MAX_CHARS = 20_000
 
 
 def _finite(v) -> bool:
-    return isinstance(v, int | float) and math.isfinite(v)
+    return finite_number(v)
 
 
 def _real_date(v) -> bool:

@@ -7,12 +7,14 @@ import pytest
 from reviewkit.bundle.run import SCHEMA_VERSION, load_run, migrate_v1_to_v2, write_run
 from reviewkit.common.errors import BundleError
 
+# A workload's least: what every writer since schema 1 recorded (run.schema.json requires it).
+W = {"layer_type": "gemm", "dtype": "fp32", "status": "ok", "samples_s": [1.0, 2.0]}
 MINIMAL = {
     "suite": {"name": "s", "version": "1", "hash": "h"},
     "environment": {},
     "knobs": {},
     "ceilings": {},
-    "workloads": [{"id": "a", "p99": float("inf")}],
+    "workloads": [{**W, "id": "a", "p99": float("inf")}],
     "profile": "smoke",
 }
 
@@ -65,7 +67,7 @@ def test_schema_version_is_5():
 def test_v4_bundle_migrates_to_one_process(tmp_path):
     """Every run before schema 5 was one process: `distributed` is null, the rest kept."""
     v4 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 4,
-          "workloads": [{"id": "a", "round_sizes": [2], "samples_s": [1.0, 2.0]}]}  # fmt: skip
+          "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v4))
     doc = load_run(tmp_path)
     assert doc["schema_version"] == 5 and doc["migrated_from"] == 4
@@ -77,7 +79,7 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
     """A v3 run calibrated inside itself, one bandwidth: kept, no levels, and said so."""
     ceilings = {"compute": {"fp32": {"peak": 1e11}}, "bandwidth": {"peak": 3e10}}
     v3 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 3, "ceilings": ceilings,
-          "workloads": [{"id": "a", "round_sizes": [2]}]}  # fmt: skip
+          "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v3))
     doc = load_run(tmp_path)
     assert doc["schema_version"] == 5 and doc["migrated_from"] == 3
@@ -90,7 +92,7 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
 
 def test_v5_round_trips_unchanged(tmp_path):
     energy = {"available": False, "reason": "no RAPL powercap interface"}
-    doc = {**MINIMAL, "workloads": [{"id": "a", "energy": energy, "round_sizes": [2, 3]}]}
+    doc = {**MINIMAL, "workloads": [{**W, "id": "a", "energy": energy, "round_sizes": [1, 1]}]}
     write_run(tmp_path, doc)
     loaded = load_run(tmp_path)
     assert loaded == {**doc, "schema_version": 5, "kind": "reviewkit.run"}
@@ -101,8 +103,8 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
     """A v2 run measured each workload in one window: its samples are one round."""
     energy = {"available": False, "reason": "no RAPL powercap interface"}
     v2 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 2, "workloads": [
-        {"id": "a", "status": "ok", "samples_s": [1.0, 2.0, 3.0], "energy": energy},
-        {"id": "b", "status": "unsupported", "samples_s": [], "energy": energy},
+        {**W, "id": "a", "samples_s": [1.0, 2.0, 3.0], "energy": energy},
+        {**W, "id": "b", "status": "unsupported", "samples_s": [], "energy": energy},
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
     doc = load_run(tmp_path)
@@ -118,7 +120,7 @@ V1_DOC = {
     "environment": {"os": "Linux"},
     "knobs": {},
     "ceilings": {},
-    "workloads": [{"id": "a", "status": "ok"}, {"id": "b", "status": "unsupported"}],
+    "workloads": [{**W, "id": "a"}, {**W, "id": "b", "status": "unsupported", "samples_s": []}],
 }
 
 
@@ -188,7 +190,8 @@ def test_missing_bundle_names_the_path(tmp_path):
     ("edit", "needle"),
     [
         (lambda w: w.update(flops=None),
-         "key 'workloads[0].flops' is None; expected a finite number, 0 or more"),
+         "key 'workloads[0].flops' is None; expected a count of FLOPs or bytes: a finite number "
+         "from 0 to 1e30"),
         (lambda w: w.update(bytes=-4), "key 'workloads[0].bytes' is -4"),
         (lambda w: w.update(samples_s=[0.1, -1.0]), "key 'workloads[0].samples_s'"),
         (lambda w: w.update(samples_s=[0.1, "fast"]), "key 'workloads[0].samples_s'"),
@@ -196,6 +199,8 @@ def test_missing_bundle_names_the_path(tmp_path):
          "key 'workloads[0].round_sizes' is [5]; expected counts of samples per round summing "
          "to 2"),
         (lambda w: w.update(id=7), "key 'workloads[0].id' is 7; expected text"),
+        (lambda w: w.pop("status"), "key 'workloads[0].status' is missing"),
+        (lambda w: w.update(flops=10**400), "key 'workloads[0].flops' is 1000000"),
     ],
 )  # fmt: skip
 def test_damaged_values_are_named_on_load(tmp_path, edit, needle):
@@ -211,3 +216,46 @@ def test_damaged_values_are_named_on_load(tmp_path, edit, needle):
     with pytest.raises(BundleError) as info:
         load_run(tmp_path)
     assert needle in str(info.value) and "the bundle is damaged" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # reviewkit writes a non-finite value as null: a NaN token was put there by hand
+        (lambda d: d["workloads"][0].update(samples_s=[0.1, float("nan")]),
+         "key 'workloads[0].samples_s[1]' is 'NaN'; expected a finite number or null"),
+        (lambda d: d["ceilings"].update(bandwidth={"peak": float("inf")}),
+         "key 'ceilings.bandwidth.peak' is 'Infinity'"),
+        # found by the run.json fuzz: a string reached the roofline's division as a TypeError
+        (lambda d: d["ceilings"].update(compute={"fp32": {"peak": "<script>"}}),
+         "key 'ceilings.compute.fp32.peak' is '<script>'; expected a rate per second above 0 "
+         "and at most 1e30, or null"),
+        (lambda d: d["ceilings"].update(memory=[{"level": "dram", "peak": -1.0}]),
+         "key 'ceilings.memory[0].peak' is -1.0"),
+        (lambda d: d.update(knobs={"threads": "two"}), "key 'knobs.threads' is 'two'"),
+        (lambda d: d.update(distributed={"world_size": -2}),
+         "key 'distributed.world_size' is -2; expected a whole number, 0 or more"),
+        (lambda d: d.update(environment={"sensors": {"rapl": {"available": "yes"}}}),
+         "key 'environment.sensors.rapl.available' is 'yes'"),
+    ],
+)  # fmt: skip
+def test_a_bundle_is_checked_against_its_schema_naming_the_key(tmp_path, edit, needle):
+    """run.schema.json on load (issue 18): every recorded value, not only the workloads'."""
+    write_run(tmp_path, MINIMAL)
+    raw = json.loads((tmp_path / "run.json").read_text())
+    edit(raw)
+    (tmp_path / "run.json").write_text(json.dumps(raw))  # Python writes NaN/Infinity tokens
+    with pytest.raises(BundleError) as info:
+        load_run(tmp_path)
+    assert needle in str(info.value) and str(tmp_path / "run.json") in str(info.value)
+
+
+def test_every_recorded_sample_bundle_meets_the_schema():
+    """The schema describes what reviewkit writes: each committed bundle, v1 to v5, loads."""
+    from pathlib import Path
+
+    samples = Path(__file__).parents[2] / "samples"
+    files = sorted(samples.glob("**/run.json"))
+    assert len(files) >= 4
+    for file in files:
+        assert load_run(file)["schema_version"] == SCHEMA_VERSION

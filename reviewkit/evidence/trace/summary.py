@@ -198,12 +198,13 @@ def _shapes_by_layer(s: _Summariser, host: dict) -> dict:
 
 def _clock(s: _Summariser, meta: dict, window: tuple[float, float]) -> dict:
     unit = meta.get("displayTimeUnit")
+    base_ns = meta.get("baseTimeNanoseconds")  # a profiler writes an integer; keep only that
     span_s = (window[1] - window[0]) * US if window[1] > window[0] else 0.0
     clock = {
         "ts_unit": "us",
         "display_time_unit": unit if isinstance(unit, str) else None,
         "resolution": "sub-microsecond (fractional us)" if s.float_ts else "1 us (integer)",
-        "base_time_ns": meta.get("baseTimeNanoseconds"),
+        "base_time_ns": base_ns if type(base_ns) is int else None,
     }
     if span_s > MAX_PLAUSIBLE_SPAN_S:
         s.quality.counts["clock-units"] = s.quality.counts.get("clock-units", 0) + 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
-import numbers
 from collections.abc import Iterable
 
 import altair as alt
+
+from reviewkit.common.numbers import finite_number
 
 # vl-convert lays text out with its own font set and WeasyPrint with fontconfig's: DejaVu Sans
 # is on both sides, so the SVG in the PDF measures and draws with the same glyphs.
@@ -88,7 +88,7 @@ GROUP_GAP_PX = 10  # space between layer-type groups
 
 def _finite(x: object) -> bool:
     """A real number (numpy scalars included); None, NaN, inf and booleans are not."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+    return finite_number(x)
 
 
 def _positive(x: object) -> bool:

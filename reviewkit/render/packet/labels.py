@@ -45,8 +45,6 @@ def slice_name(w: dict) -> str:
 
 def number_or_none(x: object) -> float | int | None:
     """A finite number read from a file, else None (JSON from disk may hold NaN or a string)."""
-    import math
+    from reviewkit.common.numbers import finite_number
 
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return x if math.isfinite(x) else None
+    return x if finite_number(x) else None  # type: ignore[return-value]

@@ -1,24 +1,31 @@
-"""Untrusted traces: whatever the events hold, the importer gives a JSON-safe summary or an
-InputError naming the file, never another exception."""
+"""Untrusted traces and layer maps: whatever the events or the rules hold, the importer gives a
+JSON-safe summary or an InputError naming the file, never another exception (issue 18).
+REVIEWKIT_FUZZ_EXAMPLES=N runs a long fuzz."""
 
 import json
+import os
 
+import tomlkit
+from fuzzing import leaves, replaced
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reviewkit.common.errors import InputError
-from reviewkit.evidence.trace.layermap import load_layer_map
+from reviewkit.common.tomlfile import read_toml
+from reviewkit.evidence.trace.layermap import DEFAULT_LAYER_MAP, load_layer_map
 from reviewkit.evidence.trace.summary import summarise
 
 LAYER_MAP = load_layer_map()
+EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "300"))
 
 # Values of every JSON type, including the ones a profiler never writes in that field.
 scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(),  # NaN and infinities too: Python's json writes and reads them
     st.text(max_size=8),
+    st.sampled_from(["<script>alert(1)</script>", "[red]x[/] [/]", "\u202e", "a\x00b"]),
 )
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
 times = st.one_of(st.integers(0, 10**16), st.floats(0, 1e16), values)
@@ -73,7 +80,9 @@ documents = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(doc=documents)
 def test_any_trace_gives_a_json_safe_summary_or_an_input_error(tmp_path, doc):
@@ -133,3 +142,42 @@ def test_damaged_bytes_give_an_input_error_or_a_summary(tmp_path, edits, compres
         assert str(path) in str(exc)
         return
     json.dumps(summary, allow_nan=False)
+
+
+DEFAULT_MAP = read_toml(DEFAULT_LAYER_MAP)
+MAP_LEAVES = sorted(leaves(DEFAULT_MAP), key=str)
+
+
+@settings(
+    max_examples=EXAMPLES // 2,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    path=st.sampled_from(MAP_LEAVES),
+    value=st.one_of(
+        scalars,
+        st.sampled_from(["*", "[", "[!]", "**" * 500 + "x", "(?P<x>", "gemm", "model", ""]),
+        st.lists(st.sampled_from(["*", "[", "aten::mm", 1, None]), max_size=3),
+    ),
+)
+def test_a_hostile_layer_map_gives_a_summary_or_an_error_naming_it(tmp_path, path, value):
+    """One value of the default layer map, as a team file that replaces it, changed."""
+    doc = {**replaced(DEFAULT_MAP, path, value), "replace_default": True}
+    try:
+        text = tomlkit.dumps(doc)
+    except Exception:  # a value TOML cannot hold (None) is not a file anyone can send
+        return
+    team = tmp_path / "team.toml"
+    team.write_text(text, encoding="utf-8")
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(VALID)
+    try:
+        mapping = load_layer_map([team])
+    except InputError as exc:
+        message = str(exc)
+        assert message.startswith(str(team)) and "\n" not in message, message[:300]
+        assert len(message) < 2_000, message[:300]
+        return
+    json.dumps(summarise([trace], mapping), allow_nan=False)
