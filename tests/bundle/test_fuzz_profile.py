@@ -12,6 +12,7 @@ import math
 import os
 from pathlib import Path
 
+import pytest
 from fuzzing import leaves, replaced
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,8 @@ from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle import profile as profiles
 from reviewkit.bundle.run import load_run, write_run
 from reviewkit.cli.console import print_profile, print_run
+
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone (a long run: see above)
 
 EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "150"))
 SAMPLE = Path(__file__).parents[2] / "samples" / "cpu-quick-epyc-2core" / "run.json"

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from reviewkit.cli.app import main
 
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone (a long run: see above)
+
 EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "80"))  # ~40 s on the 2-core VM
 SAMPLES = Path(__file__).parents[2] / "samples"
 REMOVED = object()  # the field deleted rather than replaced

@@ -21,6 +21,8 @@ from reviewkit.common.errors import ReviewkitError
 from reviewkit.render.packet import write_packet
 from reviewkit.review.gate import run_check
 
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone (a long run: see above)
+
 EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "60"))
 FILES = ("quality.json", "sweep.json", "soak.json", "trace_summary.json")
 REMOVED = object()

@@ -20,6 +20,8 @@ from reviewkit.common.tomlfile import read_toml
 from reviewkit.review.gate import run_check
 from reviewkit.review.rubric import DEFAULT_RUBRIC
 
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone (a long run: see above)
+
 EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "100"))
 DEFAULT = read_toml(DEFAULT_RUBRIC)
 hostile = st.one_of(

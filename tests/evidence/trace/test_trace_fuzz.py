@@ -5,6 +5,7 @@ REVIEWKIT_FUZZ_EXAMPLES=N runs a long fuzz."""
 import json
 import os
 
+import pytest
 import tomlkit
 from fuzzing import leaves, replaced
 from hypothesis import HealthCheck, example, given, settings
@@ -14,6 +15,8 @@ from reviewkit.common.errors import InputError
 from reviewkit.common.tomlfile import read_toml
 from reviewkit.evidence.trace.layermap import DEFAULT_LAYER_MAP, load_layer_map
 from reviewkit.evidence.trace.summary import summarise
+
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone (a long run: see above)
 
 LAYER_MAP = load_layer_map()
 EXAMPLES = int(os.environ.get("REVIEWKIT_FUZZ_EXAMPLES", "300"))
