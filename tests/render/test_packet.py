@@ -392,3 +392,40 @@ def test_verdict_badges_stay_inside_their_cells_in_print(tmp_path):
     for badge, next_left in pairs:
         right = badge.position_x + badge.margin_width()
         assert right <= next_left + 0.5, ("".join(badge.element.itertext()), right, next_left)
+
+
+def _boxes(box):
+    yield box
+    for child in getattr(box, "children", []) or []:
+        yield from _boxes(child)
+
+
+def test_contents_numbers_stay_inside_the_page_margin_in_print(tmp_path):
+    """The contents' numbers "10." to "18." hung 9 pt into the left margin (the list's
+    indent held one digit); every marker now starts inside the page's content box."""
+    import weasyprint
+
+    from reviewkit.render.packet.html import render_html
+    from reviewkit.render.packet.model import build_model
+    from reviewkit.review.gate import run_check
+
+    sample = Path(__file__).parents[2] / "samples" / "review-bf16-transformer" / "review.toml"
+    result = write_packet(sample, tmp_path / "out", pdf=False)
+    model = build_model(run_check(sample))
+    svgs = {n: (result.out_dir / "assets" / "charts" / f"{n}.svg").read_text()
+            for n in model["charts"]}  # fmt: skip
+    html = render_html(model, svgs, "print", "assets/", None)
+    document = weasyprint.HTML(string=html, base_url=str(result.out_dir) + "/").render()
+    markers = []
+    for page in document.pages:
+        boxes = list(_boxes(page._page_box))
+        if any(b.element is not None and b.element.get("class") == "toc" for b in boxes
+               if getattr(b, "element", None) is not None):  # fmt: skip
+            markers += [
+                (page._page_box.margin_left, b) for b in boxes
+                if getattr(b, "element_tag", "") == "li::marker" and hasattr(b, "text")
+            ]  # fmt: skip
+    assert len(markers) >= 10 and any(m.text.startswith("1") and len(m.text.strip()) == 3
+                                      for _, m in markers)  # fmt: skip
+    for margin_left, marker in markers:
+        assert marker.position_x >= margin_left, (marker.text, marker.position_x, margin_left)
