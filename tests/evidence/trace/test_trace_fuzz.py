@@ -85,6 +85,7 @@ documents = st.fixed_dictionaries(
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
+    derandomize=True,  # a fixed seed: the same examples on every run
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(doc=documents)
@@ -118,7 +119,10 @@ VALID = json.dumps(
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     edits=st.lists(
