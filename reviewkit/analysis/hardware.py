@@ -23,7 +23,9 @@ def _peak(doc: dict, dtype: str) -> float | None:
 def support_notes(doc: dict) -> list[str]:
     """One sentence per lower-precision dtype whose GEMM ceiling is far below fp32's on this
     device, saying why where the device fingerprint tells: emulated (the ISA lacks it), or
-    present in the ISA but not reached by the kernels."""
+    present in the ISA but not reached by the kernels. Only the dtypes the run measured
+    (`knobs.dtypes`, where recorded): a profile may hold more, and a bf16 run told that fp16
+    is emulated is told about a change nobody made."""
     fp32 = _peak(doc, "fp32")
     if not fp32:
         return []
@@ -31,7 +33,10 @@ def support_notes(doc: dict) -> list[str]:
     cpu = facts.get("kind") == "cpu"
     features = set(facts.get("features") or ())
     notes = []
+    measured = (doc.get("knobs") or {}).get("dtypes")
     for dtype in ("bf16", "fp16"):
+        if isinstance(measured, list) and dtype not in measured:
+            continue
         peak = _peak(doc, dtype)
         if not peak or peak / fp32 >= FAR_BELOW_FP32:
             continue

@@ -54,7 +54,8 @@ def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
     gemm = layers.get("gemm")
     if gemm is not None:
         lines.append(
-            f"gemm is {gemm.bottleneck_candidate} in bf16 with MFU {100 * gemm.mfu_candidate:.0f}% "
+            f"**Bottleneck.** gemm is {gemm.bottleneck_candidate} in bf16 with MFU "
+            f"{100 * gemm.mfu_candidate:.0f}% "
             f"(fp32: {100 * gemm.mfu_baseline:.0f}%)."
         )
     lines.append(

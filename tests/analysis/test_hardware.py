@@ -37,3 +37,13 @@ def test_fp16_and_other_devices_and_missing_ceilings():
         "bf16 GEMM ceiling 0.2x fp32 on this device"
     ]
     assert support_notes({"ceilings": {}}) == []
+
+
+def test_only_the_dtypes_the_run_measured():
+    """Seen in the demo's claim: a fp32 -> bf16 review said fp16 is emulated, because the
+    cached profile held an fp16 ceiling the bf16 run never used."""
+    doc = _doc(400e9, ["AVX-512 BF16"], fp16_peak=20e9)
+    assert support_notes({**doc, "knobs": {"dtypes": ["bf16"]}}) == []
+    assert support_notes({**doc, "knobs": {"dtypes": ["fp32", "fp16"]}}) == [
+        "fp16 is emulated on this CPU (no AVX-512 FP16 or AMX-FP16): fp16 GEMM ceiling 0.1x fp32"
+    ]

@@ -137,6 +137,14 @@ def test_a_passing_gate_with_red_flags_says_why_they_do_not_block(tmp_path):
         assert not f["blocks"] and f["why"].startswith("does not block")
     page = result.html.read_text()
     assert "a decision to go accepts them" in page
+    # each flag says what was found, not only what clears it (seen in the demo's brief: a
+    # quality flag told to "run reviewkit quality" beside a quality result it had failed)
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    cards = tree.findall(".//section[@id='brief']//p[@class='brief-flag']")
+    assert len(cards) == len(brief["red_flags"])
+    for card, flag in zip(cards, brief["red_flags"], strict=True):
+        shown = " ".join(" ".join(card.itertext()).split())
+        assert " ".join(flag["summary"].split())[:60] in shown, (shown, flag["summary"])
 
 
 def test_no_url_leaves_the_machine(packet):
