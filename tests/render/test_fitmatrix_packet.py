@@ -347,6 +347,12 @@ def test_the_section_is_in_the_html_and_the_pdf(toy):
                  "Production shapes outside the suite", "The traces: provenance and data quality",
                  "no data-quality finding"):  # fmt: skip
         assert line in joined, line
+    # The matrix is ~1,700 px wide: it gets a landscape page, where its 9 px cell text prints
+    # at 5 px rather than 3 px on portrait (seen when looking at a review with a GPU trace).
+    matrix = next(i for i, p in enumerate(pages) if "Elements in the first input" in p)
+    width, height = pdf[matrix].get_size()
+    assert width > height, (width, height)
+    assert all(pdf[i].get_size()[0] < pdf[i].get_size()[1] for i in range(len(pdf)) if i != matrix)
 
 
 def test_hostile_names_from_a_trace_are_escaped(tmp_path):
