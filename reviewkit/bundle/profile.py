@@ -157,7 +157,7 @@ def validate(doc: object, path: Path) -> dict:
           "must be a positive number (bytes/s) or null")  # fmt: skip
     for key in ("wall_s", "created_unix_s"):
         value = doc.get(key)
-        _need(value is None or (_positive_or_null(value) or value == 0), path, key,
+        _need(value is None or (finite_number(value) and value >= 0), path, key,
               "must be a finite number of seconds, 0 or more, or null")  # fmt: skip
     # What becomes a run's `ceilings` is held to what a run bundle's ceilings must be.
     schema.check(ceilings_of(doc, "pinned", None), path, part="ceilings", error=ProfileError,

@@ -33,10 +33,6 @@ class DataTable(Table):
         super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
 
 
-def styled(text: str, style: str) -> Text:
-    return Text(text, style=style)
-
-
 def _time(seconds: float | None) -> str:
     if seconds is None:
         return MISSING
@@ -359,7 +355,7 @@ def print_comparison(comp, console: Console) -> None:
             layer.layer_type,
             str(layer.workloads),
             _ratio(layer.time_ratio, layer.time_ratio_ci),
-            styled(layer.verdict, VERDICT_STYLE[layer.verdict]),
+            Text(layer.verdict, style=VERDICT_STYLE[layer.verdict]),
             f"{pct(layer.mfu_baseline)} → {pct(layer.mfu_candidate)}",
             f"{pct(layer.memory_stall_baseline)} → {pct(layer.memory_stall_candidate)}",
             f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
@@ -383,7 +379,7 @@ def print_comparison(comp, console: Console) -> None:
         t.add_row(
             w.key,
             _ratio(w.median_ratio, w.median_ratio_ci),
-            styled(w.verdict, VERDICT_STYLE[w.verdict])
+            Text(w.verdict, style=VERDICT_STYLE[w.verdict])
             + (f" ({w.reason})" if w.reason and w.verdict == "not comparable" else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
@@ -443,7 +439,7 @@ def print_check(report, console: Console) -> None:
         t.add_row(
             f.item.id,
             f.item.severity,
-            styled(f.status, STATUS_STYLE[f.status]),
+            Text(f.status, style=STATUS_STYLE[f.status]),
             f.summary,
         )
     console.print(t)

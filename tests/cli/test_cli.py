@@ -177,3 +177,27 @@ def test_help_lists_commands():
     assert r.returncode == 0
     for cmd in ("run", "show", "suite", "mfu"):
         assert cmd in r.stdout
+
+
+def test_text_from_a_bundle_is_printed_as_it_is_never_as_markup(tmp_path):
+    """A workload id or a knob holding rich markup is shown literally; "[/]" used to raise
+    rich's MarkupError out of `show` (found by the run.json fuzz, issue 18)."""
+    import io
+
+    from rich.console import Console
+    from runfactory import make_run
+
+    from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.run import load_run, write_run
+    from reviewkit.cli.console import print_run
+
+    doc = load_run(make_run(tmp_path / "run", status_for={"gemm.toy-ffn-up.b1s128": "error"}))
+    doc["workloads"][0]["id"] = "[/][red]gemm[/red]"
+    doc["workloads"][0]["reason"] = "[bold]boom[/] [/]"
+    doc["profile"] = "[/]quick"
+    write_run(tmp_path / "run", doc)
+    out = io.StringIO()
+    print_run(analyse_run(load_run(tmp_path / "run")), Console(file=out, width=200), "x")
+    text = out.getvalue()
+    for literal in ("[/][red]gemm[/red]", "[bold]boom[/] [/]", "profile [/]quick"):
+        assert literal in text, literal

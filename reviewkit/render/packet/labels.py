@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reviewkit.common.errors import ReviewkitError
+from reviewkit.common.numbers import finite_number
 
 PACKET_SCHEMA_VERSION = 1
 
@@ -45,6 +46,4 @@ def slice_name(w: dict) -> str:
 
 def number_or_none(x: object) -> float | int | None:
     """A finite number read from a file, else None (JSON from disk may hold NaN or a string)."""
-    from reviewkit.common.numbers import finite_number
-
     return x if finite_number(x) else None  # type: ignore[return-value]
