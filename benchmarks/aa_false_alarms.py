@@ -5,7 +5,10 @@ machine, how often it does not:
 
 1. separate processes: consecutive `reviewkit run --profile P --dtype fp32 --only SUBSET` runs
    compared pairwise, with one window per workload and no margin (`--rounds 1`, the behaviour
-   before rounds) and with the profile's rounds and the default rubric's margin (after);
+   before rounds), and with the profile's rounds and the default rubric's margin, without and
+   with its run-to-run allowance (after). From the same runs, the machine's run-to-run
+   standard deviation (stats.run_to_run_variance, pooled over the workloads as a root mean
+   square): the value of the rubric's `run_to_run_sd` for this machine;
 2. interleaved: `reviewkit ab` with the same mapping on both sides;
 3. a known effect: `ab --baseline threads=1 --candidate threads=2` on the gemm workloads;
 4. an injected 10% slowdown: `ab` in-process with the candidate's calls followed by a busy
@@ -18,11 +21,16 @@ every gemm of 1 ms or more; the 10% slowdown found on >= 90% of the workloads.
 
     .venv/bin/python benchmarks/aa_false_alarms.py [--pairs 20] [--before-pairs 5]
         [--profile quick] [--only SUBSET] [--parts separate,interleaved,threads,slowdown]
+        [--keep DIR]  (keep the run bundles there; `--reuse` reads them back instead of running)
+
+Leave the machine otherwise idle: another process on two cores is exactly the neighbour whose
+effect this measures, and a test suite run beside it roughly doubled a run's spread.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -32,8 +40,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from reviewkit.analysis.compare import FASTER, SLOWER, STATISTICAL_ONLY, compare
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.analysis.stats import (
+    cluster_variance,
+    hierarchical_draws,
+    round_draws,
+    round_quantile,
+    run_to_run_variance,
+    split_rounds,
+)
 from reviewkit.bundle.run import load_run
 from reviewkit.review.checks import CHECKS
 from reviewkit.review.gate import margins_of
@@ -73,30 +91,77 @@ def _line(name: str, rows: list[tuple[int, int, bool]], wall_s: float) -> dict:
         "workloads": rows[0][1] if rows else 0,
         "directional_mean_pct": 100 * statistics.mean(shares) if shares else None,
         "directional_max_pct": 100 * max(shares) if shares else None,
+        # The per-pair target: at most 5% of a pair's workloads called faster or slower.
+        "pairs_over_5pct": sum(share > 0.05 for share in shares),
         "gate_fired": fired,
         "wall_s": round(wall_s, 1),
     }
     print(
         f"| {name} | {out['pairs']} | {out['workloads']} | {out['directional_mean_pct']:.1f}% | "
-        f"{out['directional_max_pct']:.1f}% | {fired} of {len(rows)} | {wall_s:.0f} s |",
+        f"{out['directional_max_pct']:.1f}% | {out['pairs_over_5pct']} of {len(rows)} | "
+        f"{fired} of {len(rows)} | {wall_s:.0f} s |",
         flush=True,
     )
     return out
 
 
-def separate(tmp: Path, pairs: int, rounds: int | None, profile: str, only: str, margins):
-    started = time.perf_counter()
+def _separate_runs(tmp: Path, count: int, rounds: int | None, profile: str, only: str,
+                   reuse: bool) -> list[dict]:  # fmt: skip
     docs = []
-    for i in range(pairs + 1):
+    for i in range(count):
         out = tmp / f"sep-{rounds}-{i}"
-        extra = ["--rounds", str(rounds)] if rounds else []
-        _reviewkit("run", "--profile", profile, "--dtype", "fp32", "--only", only, "--out",
-                   str(out), *extra)  # fmt: skip
+        if not reuse:
+            extra = ["--rounds", str(rounds)] if rounds else []
+            _reviewkit("run", "--profile", profile, "--dtype", "fp32", "--only", only, "--out",
+                       str(out), *extra)  # fmt: skip
         docs.append(analyse_run(load_run(out)))
-    rows = [_verdicts(compare(a, b, margins=margins)) for a, b in itertools.pairwise(docs)]
-    label = "separate runs, 1 round, no margin (before)" if rounds == 1 else (
-        "separate runs, rounds, margin (after)")  # fmt: skip
-    return _line(label, rows, time.perf_counter() - started)
+    return docs
+
+
+def run_to_run_sd(docs: list[dict]) -> tuple[float, dict[str, float]]:
+    """The pooled run-to-run standard deviation (root mean square over the workloads) and each
+    workload's: the variance of a workload's log median across the runs, less what each run's
+    own rounds show (the comparison's statistic: the mean over rounds of the round medians)."""
+    points: dict[str, list[float]] = {}
+    within: dict[str, list[float]] = {}
+    for doc in docs:
+        for w in doc["workloads"]:
+            if w["status"] != "ok" or not w["samples_s"]:
+                continue
+            rounds = split_rounds(w["samples_s"], w.get("round_sizes"))
+            rng = np.random.default_rng(0)
+            draws = hierarchical_draws(rounds, 0.5, round_draws(rng, len(rounds)), rng)
+            points.setdefault(w["id"], []).append(float(np.log(round_quantile(rounds, 0.5))))
+            within.setdefault(w["id"], []).append(cluster_variance(np.log(draws), len(rounds)))
+    each = {k: run_to_run_variance(points[k], within[k]) for k in points if len(points[k]) > 1}
+    pooled = float(np.sqrt(np.mean(list(each.values())))) if each else 0.0
+    return pooled, {k: float(np.sqrt(v)) for k, v in each.items()}
+
+
+def separate(tmp: Path, pairs: int, rounds: int | None, profile: str, only: str, margins,
+             reuse: bool = False) -> list[dict]:  # fmt: skip
+    started = time.perf_counter()
+    docs = _separate_runs(tmp, pairs + 1, rounds, profile, only, reuse)
+    wall_s = time.perf_counter() - started
+    if rounds == 1:
+        rows = [_verdicts(compare(a, b, margins=margins)) for a, b in itertools.pairwise(docs)]
+        return [_line("separate runs, 1 round, no margin (before)", rows, wall_s)]
+    pooled, each = run_to_run_sd(docs)
+    spread = f"{min(each.values()):.3f}-{max(each.values()):.3f}" if each else "-"
+    print(
+        f"run-to-run sd over these {len(docs)} runs: {pooled:.3f} pooled (per workload "
+        f"{spread}); the rubric's run_to_run_sd is {margins.run_to_run_sd:g}",
+        flush=True,
+    )
+    out = []
+    for label, allowance in (("margin, no run-to-run allowance", 0.0),
+                             (f"margin and run_to_run_sd = {margins.run_to_run_sd:g}",
+                              margins.run_to_run_sd)):  # fmt: skip
+        m = dataclasses.replace(margins, run_to_run_sd=allowance)
+        rows = [_verdicts(compare(a, b, margins=m)) for a, b in itertools.pairwise(docs)]
+        out.append(_line(f"separate runs, rounds, {label}", rows, wall_s))
+    out.append({"part": "run_to_run_sd", "pooled": pooled, "per_workload": each})
+    return out
 
 
 def interleaved(tmp: Path, pairs: int, profile: str, only: str, margins):
@@ -162,20 +227,34 @@ def main() -> None:
     parser.add_argument("--only", default=SUBSET)
     parser.add_argument("--parts", default="separate,interleaved,threads,slowdown")
     parser.add_argument("--json-out", type=Path, default=None)
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the separate runs' bundles in this folder"
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read the separate runs back from --keep instead of running them",
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     margins = margins_of(load_rubric(None, CHECKS))
     print(
-        "| part | pairs | workloads | directional (mean) | directional (max) | gate fired | wall |"
+        "| part | pairs | workloads | directional (mean) | directional (max) | pairs over 5% "
+        "| gate fired | wall |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    if args.reuse and not args.keep:
+        parser.error("--reuse reads the runs from --keep DIR: name the folder")
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
         if "separate" in parts:
-            results.append(separate(tmp, args.before_pairs, 1, args.profile, args.only,
-                                    STATISTICAL_ONLY))  # fmt: skip
-            results.append(separate(tmp, args.pairs, None, args.profile, args.only, margins))
+            if args.before_pairs:
+                results += separate(tmp, args.before_pairs, 1, args.profile, args.only,
+                                    STATISTICAL_ONLY, args.reuse)  # fmt: skip
+            results += separate(tmp, args.pairs, None, args.profile, args.only, margins,
+                                args.reuse)  # fmt: skip
         if "interleaved" in parts:
             results.append(interleaved(tmp, args.ab_pairs, args.profile, args.only, margins))
         if "threads" in parts:

@@ -60,13 +60,15 @@ def make_run(
     complete: bool = True,
     energy_for: dict | None = None,
     watts: float | None = None,
+    pairing: dict | None = None,
 ) -> Path:
     """Write an analysed run bundle: each workload's median is the base median / speedup.
 
     Energy (absent from the record unless asked for): `watts` gives every measured workload a
     RAPL-like reading of `watts` x its window, the window being the sum of its samples (a real
     window is a little longer); `energy_for` maps a workload name to {"joules", "window_s"} or
-    to a string, the reason it has none.
+    to a string, the reason it has none. `pairing` ({"id", "side"}) makes the run one side of
+    an interleaved `reviewkit ab`; without it the two runs of a review are separate runs.
     """
     workloads = []
     for i, (name, layer_type, params, flops, nbytes, median_s) in enumerate(WORKLOADS):
@@ -108,6 +110,8 @@ def make_run(
         },
         "workloads": workloads,
     }
+    if pairing:
+        doc["pairing"] = pairing
     if not complete:
         doc["interrupted"] = "interrupted by the user (Ctrl-C)"
     write_run(folder, analyse_run(doc))
@@ -242,4 +246,18 @@ def distributed_doc(t1_s=0.060, t2_s=0.040, probe_slowdown=1.0, incomplete=None)
     }
     if incomplete:
         doc["interrupted"] = f"incomplete: {incomplete}"
+    return analyse_run(doc)
+
+
+def fake_clock_run(workloads: list[dict], pairing: dict | None = None) -> dict:
+    """An analysed one-dtype run of hand-made workloads (samples from a fake clock) on a test
+    CPU with fixed ceilings; `pairing` makes it one side of an interleaved A/B."""
+    doc = {
+        "suite": {"hash": "h"},
+        "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
+        "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
+        "workloads": workloads,
+    }
+    if pairing:
+        doc["pairing"] = pairing
     return analyse_run(doc)

@@ -3,12 +3,22 @@ three-way verdicts against the rubric's margin, p99 regressions under a false di
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from reviewkit.analysis.distributed import scaling_notes
+from reviewkit.analysis.pairing import (
+    CALLS_PAIRED,
+    INDEPENDENT,
+    PAIRED,
+    QUANTILES,
+    calls_paired,
+    inconclusive_reason,
+    interval_of,
+    paired_design,
+    ratio_draws,
+)
 from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
     CALL_PAIRED,
@@ -18,17 +28,10 @@ from reviewkit.analysis.stats import (
     PERCENTILE,
     SLOWER,
     T_INTERVAL,
-    RatioInterval,
     benjamini_hochberg,
     call_paired_interval,
     call_paired_log_ratios,
-    hierarchical_draws,
-    interval,
     p_beyond,
-    ratio_interval,
-    round_draws,
-    round_quantile,
-    split_rounds,
     split_rounds_in_order,
     three_way_verdict,
 )
@@ -39,7 +42,6 @@ from reviewkit.common.format import MISSING, pct
 # sizes the suite collects, and keep a 90-workload comparison well under a second.
 COMPARE_RESAMPLES = 1000
 BASE_SEED, CAND_SEED = 0, 1  # independent resamples of the two runs, reproducible
-QUANTILES = (0.5, 0.95, 0.99)
 NOT_COMPARABLE = "not comparable"
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, NOT_COMPARABLE)
 # Knobs that follow from others rather than being mapping choices of their own.
@@ -52,12 +54,16 @@ class Margins:
     """What a verdict needs beyond statistics, from the rubric's [verdicts] table: the
     practical margin on a ratio (per layer type where one is set), the false discovery rate
     across the p99 comparisons, and how far a ceiling may move between two runs on one device
-    before that is a finding of its own. `STATISTICAL_ONLY` (no margin) is what a comparison
+    before that is a finding of its own; and the machine's run-to-run variation, the log-scale
+    standard deviation of a workload's median between two separate runs beyond what their
+    rounds show, which every interval between two separate runs carries (an interleaved A/B
+    cancels it). `STATISTICAL_ONLY` (no margin, no run-to-run allowance) is what a comparison
     without a rubric gets."""
 
     min_effect: float
     fdr: float
     max_ceiling_shift: float
+    run_to_run_sd: float = 0.0
     min_effect_by_layer_type: dict = field(default_factory=dict)
 
     def for_layer(self, layer_type: str) -> float:
@@ -68,7 +74,8 @@ class Margins:
 
 
 # No practical margin: a verdict is directional as soon as the interval excludes 1 (the
-# behaviour before margins), at the conventional 5% false discovery rate.
+# behaviour before margins), at the conventional 5% false discovery rate, with no run-to-run
+# allowance.
 STATISTICAL_ONLY = Margins(min_effect=0.0, fdr=0.05, max_ceiling_shift=0.05)
 
 
@@ -157,6 +164,9 @@ class Comparison:
     p99_comparisons: int = 0  # how many p99 tests the false discovery rate is controlled over
     # Which ceilings MFU and the stall fractions of both runs are computed against.
     denominator: str = "each run's own ceilings"
+    # The run-to-run standard deviation added to each side's intervals: the rubric's for two
+    # separate runs, None for the two sides of one interleaved A/B (pairing cancels it).
+    run_to_run_sd: float | None = None
 
     def mapping_knob_changes(self, ignore: tuple[str, ...] = ()) -> list[KnobChange]:
         """The changes a reviewer chose. When the device type changes (CPU to CUDA, say), a knob
@@ -190,11 +200,22 @@ class Comparison:
         return (
             f"Verdicts: {self.design}; margin ±{pct(m.min_effect, 0)}"
             + (f" ({by_layer})" if by_layer else "")
+            + self._run_to_run()
             + f"; measured noise floor {floor} (the median half-width of the workloads' 95% "
             "intervals: about what an A/A comparison shows)"
             + f"; p99 regressions at a {pct(m.fdr, 0)} false discovery rate over "
             f"{self.p99_comparisons} comparisons; MFU against {self.denominator}."
         )
+
+    def _run_to_run(self) -> str:
+        if self.run_to_run_sd is None:
+            return ""
+        if not self.run_to_run_sd:
+            return ("; no run-to-run allowance (the rubric sets run_to_run_sd = 0): the intervals "
+                    "show only each run's own rounds")  # fmt: skip
+        return (f"; run-to-run allowance {pct(self.run_to_run_sd)} per run in every interval "
+                "(the rubric's run_to_run_sd: how far two separate runs on the machine differ "
+                "beyond their rounds)")  # fmt: skip
 
     def to_json(self) -> dict:
         return {
@@ -211,6 +232,7 @@ class Comparison:
             "noise_floor": self.noise_floor,
             "p99_comparisons": self.p99_comparisons,
             "denominator": self.denominator,
+            "run_to_run_sd": self.run_to_run_sd,
             "basis": self.basis(),
         }
 
@@ -230,17 +252,6 @@ def slice_key(workload: dict) -> str:
     suffix = "." + workload["dtype"]
     wid = workload["id"]
     return wid[: -len(suffix)] if wid.endswith(suffix) else wid
-
-
-def ratio_ci(cand_draws: np.ndarray, base_draws: np.ndarray) -> tuple[float, float]:
-    return interval(cand_draws / base_draws)
-
-
-def inconclusive_reason(ci: tuple[float, float], margin: float, paired: bool) -> str:
-    """What would settle an inconclusive verdict."""
-    how = "more rounds (--rounds)" + ("" if paired else " or an interleaved `reviewkit ab`")
-    return (f"the 95% interval {ci[0]:.3f}-{ci[1]:.3f} crosses the margin 1 +/- {margin:g}: "
-            f"{how} would narrow it")  # fmt: skip
 
 
 def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]], str, list[str]]:
@@ -267,69 +278,6 @@ def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]]
         )
     mode = "shape (dtype differs)" if by_shape else "id"
     return [(k, base[k], cand[k]) for k in common], mode, warnings
-
-
-PAIRED, INDEPENDENT = "rounds paired (interleaved A/B)", "independent runs"
-CALLS_PAIRED = (
-    "rounds and calls paired (interleaved A/B: a median's ratio is taken call by call, each "
-    "call beside its neighbour of the other side)"
-)
-
-
-# The pairing record's word for an A/B whose two sides alternated call by call within each
-# round (measure/ab.py writes it): only then are the i-th calls of the two sides neighbours.
-CALLS_ALTERNATED = "alternated"
-
-
-def calls_paired(base_doc: dict, cand_doc: dict) -> bool:
-    """An interleaved A/B whose calls alternated: the median's ratio is then taken call by
-    call (stats.call_paired_log_ratios)."""
-    return paired_design(base_doc, cand_doc) and all(
-        (d.get("pairing") or {}).get("calls") == CALLS_ALTERNATED for d in (base_doc, cand_doc)
-    )
-
-
-def paired_design(base_doc: dict, cand_doc: dict) -> bool:
-    """Whether the two runs are the two sides of one interleaved `reviewkit ab`: their rounds
-    alternated in one process, so round r of one is paired with round r of the other."""
-    a, b = base_doc.get("pairing") or {}, cand_doc.get("pairing") or {}
-    return bool(a.get("id")) and a.get("id") == b.get("id") and a.get("side") != b.get("side")
-
-
-def _seed(key: str) -> int:
-    """A workload's bootstrap seed from its key: its interval does not depend on which other
-    workloads are compared, and the same runs always give the same numbers."""
-    return zlib.crc32(key.encode())
-
-
-def _ratio_draws(
-    b: dict, c: dict, key: str, paired: bool
-) -> tuple[dict, dict, tuple[int, int], bool]:
-    """Point values and hierarchical bootstrap draws of each quantile of both sides, the
-    rounds of each, and whether the rounds were resampled in pairs."""
-    rb = split_rounds(b["samples_s"], b.get("round_sizes"))
-    rc = split_rounds(c["samples_s"], c.get("round_sizes"))
-    rng = np.random.default_rng(_seed(key))
-    plan_b = round_draws(rng, len(rb))
-    in_pairs = paired and len(rb) == len(rc)
-    plan_c = plan_b if in_pairs else round_draws(rng, len(rc))
-    points, draws = {}, {}
-    for q in QUANTILES:
-        points[q] = (round_quantile(rb, q), round_quantile(rc, q))
-        draws[q] = (hierarchical_draws(rb, q, plan_b, rng), hierarchical_draws(rc, q, plan_c, rng))
-    return points, draws, (len(rb), len(rc)), in_pairs
-
-
-def interval_of(
-    point: float, base: np.ndarray, cand: np.ndarray, rounds: tuple[int, int], in_pairs: bool
-) -> RatioInterval:
-    """The ratio's interval: a t interval on the rounds when both sides have two or more (in
-    pairs for an interleaved A/B), else the percentile interval of the samples."""
-    if min(rounds) < 2:
-        return RatioInterval(*ratio_ci(cand, base), None, None, PERCENTILE)
-    if in_pairs:
-        return ratio_interval(point, [(np.log(cand / base), rounds[0])])
-    return ratio_interval(point, [(np.log(base), rounds[0]), (np.log(cand), rounds[1])])
 
 
 def _fingerprint(doc: dict) -> str | None:
@@ -467,10 +415,11 @@ def compare(
             )
             continue
         margin = margins.for_layer(b["layer_type"])
-        points, draws, rounds, in_pairs = _ratio_draws(b, c, key, paired)
+        points, draws, rounds, in_pairs = ratio_draws(b, c, key, paired)
         ratio = {q: points[q][1] / points[q][0] for q in QUANTILES}
         intervals = {
-            q: interval_of(ratio[q], draws[q][0], draws[q][1], rounds, in_pairs) for q in QUANTILES
+            q: interval_of(ratio[q], *draws[q], rounds, in_pairs, margins.run_to_run_sd)
+            for q in QUANTILES
         }
         if by_call and in_pairs:
             log_ratios = call_paired_log_ratios(
@@ -538,6 +487,7 @@ def compare(
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=_denominator(base_doc, cand_doc, same_device),
+        run_to_run_sd=None if paired else margins.run_to_run_sd,
     )
 
 
@@ -555,7 +505,10 @@ def _layer_comparisons(
         cand_sum = sum(item[1] for item in items)
         ratio = sum(item[3] for item in items) / sum(item[2] for item in items)
         rounds = (min(item[4][0] for item in items), min(item[4][1] for item in items))
-        ci = interval_of(ratio, base_sum, cand_sum, rounds, all(item[5] for item in items)).ci
+        # The run-to-run variance is added whole, not divided among the layer's workloads: a
+        # machine state that lasts a run moves all of them at once (docs/benchmarks.md).
+        in_pairs = all(item[5] for item in items)
+        ci = interval_of(ratio, base_sum, cand_sum, rounds, in_pairs, margins.run_to_run_sd).ci
         margin = margins.for_layer(layer_type)
         verdict = three_way_verdict(ci, margin)
         ba, ca = b_agg.get(layer_type, {}), c_agg.get(layer_type, {})

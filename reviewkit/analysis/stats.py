@@ -194,14 +194,20 @@ class RatioInterval:
 
 T_INTERVAL = "t on the rounds (hierarchical bootstrap variance, Welch df)"
 CALL_PAIRED = "t on the rounds of call-paired ratios (each call beside its neighbour)"
-PERCENTILE = "percentile bootstrap of the samples (one round: run-to-run variation not in it)"
+PERCENTILE = "percentile bootstrap of the samples (one round: the drift between rounds not in it)"
 
 
 def ratio_interval(
-    point: float, parts: Sequence[tuple[np.ndarray, int]], confidence: float = CONFIDENCE
+    point: float,
+    parts: Sequence[tuple[np.ndarray, int]],
+    confidence: float = CONFIDENCE,
+    known_variance: float = 0.0,
 ) -> RatioInterval:
     """The interval of a ratio whose log draws come in independent `parts` (log draws, rounds):
     one part for a paired design (the log ratio), two for independent runs (each side's log).
+    `known_variance` is a further log-scale variance the rounds cannot show (two separate runs'
+    run-to-run variation, `run_to_run_variance`); it is taken as known, so it adds no degrees
+    of freedom of its own.
 
     With a handful of rounds a percentile interval of the bootstrap is too narrow (its
     variance is (R - 1) / R of the truth and its tails are normal, not t). So the variance is
@@ -211,15 +217,47 @@ def ratio_interval(
     from scipy.special import stdtrit
 
     variances = [(cluster_variance(d, r), r) for d, r in parts]
-    var = sum(v for v, _ in variances)
+    var = sum(v for v, _ in variances) + known_variance
     se = float(np.sqrt(var))
     if var == 0:
         return RatioInterval(point, point, 0.0, None, T_INTERVAL)
-    df = var**2 / sum(v**2 / (r - 1) for v, r in variances if v > 0)
+    rounds_term = sum(v**2 / (r - 1) for v, r in variances if v > 0)
+    df = var**2 / rounds_term if rounds_term else float("inf")
     half = float(stdtrit(df, 0.5 + confidence / 2)) * se
     centre = float(np.log(point))
     return RatioInterval(float(np.exp(centre - half)), float(np.exp(centre + half)), se, df,
                          T_INTERVAL)  # fmt: skip
+
+
+def widen(
+    point: float, ci: tuple[float, float], known_variance: float, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """A percentile interval of the ratio widened, on the log scale, by a normal component of
+    `known_variance`: each half-width h becomes sqrt(h^2 + (z * sd)^2), as independent errors
+    add (one-round runs, where no t interval can be formed)."""
+    from scipy.special import ndtri
+
+    if known_variance <= 0:
+        return ci
+    extra = float(ndtri(0.5 + confidence / 2)) ** 2 * known_variance
+    centre = np.log(point)
+    low = centre - np.sqrt((centre - np.log(ci[0])) ** 2 + extra)
+    high = centre + np.sqrt((np.log(ci[1]) - centre) ** 2 + extra)
+    return float(np.exp(low)), float(np.exp(high))
+
+
+def run_to_run_variance(log_points: Sequence[float], within_variances: Sequence[float]) -> float:
+    """The variance of a workload's log statistic between separate runs beyond what each run's
+    own rounds show: the one-way random-effects moment estimate (Searle, Casella & McCulloch
+    1992, ch. 3), the variance of the K runs' log points less the mean of their within-run
+    variances, and 0 when the runs agree better than their rounds say. This is the level of
+    repetition above the rounds that Kalibera & Jones (2013) ask to be measured once per
+    platform; a comparison of two separate runs adds it to each side."""
+    points = np.asarray(log_points, dtype=float)
+    if points.size < 2:
+        raise ValueError("run-to-run variance needs two or more runs")
+    between = float(np.var(points, ddof=1)) - float(np.mean(within_variances))
+    return max(0.0, between)
 
 
 def split_rounds_in_order(

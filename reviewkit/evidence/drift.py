@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from reviewkit.analysis.compare import BASE_SEED, CAND_SEED, COMPARE_RESAMPLES, ratio_ci
+from reviewkit.analysis.compare import BASE_SEED, CAND_SEED, COMPARE_RESAMPLES
+from reviewkit.analysis.pairing import ratio_ci
 from reviewkit.analysis.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from reviewkit.analysis.compare import CALLS_ALTERNATED, slice_key
+from reviewkit.analysis.compare import slice_key
+from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError

@@ -191,7 +191,14 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
 
 # [verdicts] key -> (lowest, highest) it may take: a margin of half the baseline or more would
 # call nothing faster; a false discovery rate of 0 or 1 controls nothing.
-VERDICT_KEYS = {"min_effect": (0.0, 0.5), "fdr": (1e-6, 0.5), "max_ceiling_shift": (0.0, 1.0)}
+VERDICT_KEYS = {
+    "min_effect": (0.0, 0.5),
+    "fdr": (1e-6, 0.5),
+    "max_ceiling_shift": (0.0, 1.0),
+    # A log-scale standard deviation of 0.5 is a factor of 1.6 between two runs of one setting:
+    # a machine that noisy cannot support a verdict between separate runs at all.
+    "run_to_run_sd": (0.0, 0.5),
+}
 
 
 def _fraction(where: str, key: str, value: object, low: float, high: float) -> float:

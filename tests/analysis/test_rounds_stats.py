@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from runfactory import fake_clock_run
 
 from reviewkit.analysis.compare import Margins, compare
 from reviewkit.analysis.roofline import analyse_run
@@ -118,15 +119,7 @@ def _drifting_run(seed, drift_sd, effect=1.0, rounds=5, n=100, levels=None, pair
              "status": "ok", "flops": 1e6 * (i + 1), "bytes": 1e6, "samples_s": samples,
              "round_sizes": [n] * len(levels), "params": {}, "reproduce": ""}
         )  # fmt: skip
-    doc = {
-        "suite": {"hash": "h"},
-        "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
-        "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
-        "workloads": workloads,
-    }
-    if pairing:
-        doc["pairing"] = pairing
-    return analyse_run(doc)
+    return fake_clock_run(workloads, pairing)
 
 
 def test_an_aa_with_drift_between_rounds_is_never_faster_or_slower():

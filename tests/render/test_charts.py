@@ -728,3 +728,14 @@ def test_control_characters_in_a_label_do_not_abort_the_process():
     svg = charts.to_svg(charts.risk_map(rows))
     assert svg.startswith("<svg") and "driver upgrade" in svg
     assert "\x19" not in svg
+
+
+def test_forest_names_the_margin_the_noise_floor_and_the_run_to_run_allowance():
+    spec = json.dumps(
+        charts.forest(forest_rows(), margin=0.05, noise_floor=0.3, run_to_run_sd=0.08),
+        ensure_ascii=False,
+    )
+    assert "shaded: the rubric's margin ±5% (within it: equivalent)" in spec
+    assert "measured noise floor ±30.0%, with a run-to-run allowance of 8% per run" in spec
+    paired = json.dumps(charts.forest(forest_rows(), margin=0.05, noise_floor=0.02))
+    assert "run-to-run" not in paired  # the sides of one A/B carry none

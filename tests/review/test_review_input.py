@@ -316,6 +316,9 @@ def test_check_never_crashes_on_random_values(folder, changes, nested):
         ("fdr = 0.05", "fdr = 0.0", "[verdicts] fdr = 0.0: expected a number from 1e-06 to 0.5"),
         ("fdr = 0.05", "fdr = nan", "[verdicts] fdr = nan"),
         ("fdr = 0.05\n", "", "[verdicts] key 'fdr' is required"),
+        ("run_to_run_sd = 0.08\n", "", "[verdicts] key 'run_to_run_sd' is required"),
+        ("run_to_run_sd = 0.08", "run_to_run_sd = -0.1",
+         "[verdicts] run_to_run_sd = -0.1: expected a number from 0 to 0.5"),
         ("min_effect = 0.05", "min_efect = 0.05", "unknown key 'min_efect' (did you mean"),
         ("min_effect = 0.05", "min_effect = 0.05\nmin_effect_by_layer_type = { model = 2 }",
          "min_effect_by_layer_type.model = 2"),
@@ -353,6 +356,7 @@ def test_every_threshold_a_check_declares_is_in_the_default_rubric():
 def test_the_default_margins_and_a_rubric_without_them(tmp_path):
     margins = load_rubric(DEFAULT_RUBRIC, CHECKS).margins
     assert (margins.min_effect, margins.fdr, margins.max_ceiling_shift) == (0.05, 0.05, 0.05)
+    assert margins.run_to_run_sd == 0.08
     text = DEFAULT_RUBRIC.read_text()
     start = text.index("[verdicts]")
     end = text.index("[[sections]]")

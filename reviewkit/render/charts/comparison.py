@@ -48,11 +48,13 @@ def forest(
     item: str = "workload",
     margin: float | None = None,
     noise_floor: float | None = None,
+    run_to_run_sd: float | None = None,
 ) -> dict:
     """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types.
 
     With `margin`, the band 1 -/+ margin is shaded: an interval inside it is `equivalent`, one
-    wholly beyond it `faster` or `slower`, any other `inconclusive`."""
+    wholly beyond it `faster` or `slower`, any other `inconclusive`. `run_to_run_sd` (separate
+    runs) is named in the note: it is part of every interval drawn."""
     title = f"Median latency ratio per {item}, candidate / baseline"
     points, dropped = [], 0
     for r in rows:
@@ -80,6 +82,8 @@ def forest(
     band = margin is not None and 0 < margin < 1
     if band:
         floor = "" if noise_floor is None else f"; measured noise floor ±{100 * noise_floor:.1f}%"
+        if run_to_run_sd:
+            floor += f", with a run-to-run allowance of {100 * run_to_run_sd:.0f}% per run"
         notes.append(
             f"shaded: the rubric's margin ±{100 * margin:.0f}% (within it: equivalent){floor}"
         )

@@ -189,6 +189,7 @@ def _comparison_charts(report: Report, charts) -> dict:
     band = {
         "margin": first.margins.min_effect if first else None,
         "noise_floor": first.noise_floor if first else None,
+        "run_to_run_sd": first.run_to_run_sd if first else None,
     }
     return {
         "forest_layers": charts.forest(forest_layers, item="layer type", **band),
