@@ -409,10 +409,11 @@ def print_comparison(comp, console: Console) -> None:
 
 def inconclusive_hint(comp) -> str:
     """What would settle an inconclusive verdict, for this comparison's design."""
-    interleave = (
-        "" if comp.design.startswith("rounds paired") else " or an interleaved `reviewkit ab`"
-    )
-    return f"the interval crosses the margin; more rounds (--rounds){interleave} would narrow it"
+    if comp.design.startswith("rounds"):  # the two sides of one interleaved A/B
+        return "the interval crosses the margin; more rounds (--rounds) would narrow it"
+    return ("the interval crosses the margin; an interleaved `reviewkit ab` would narrow it "
+            "(separate runs carry the machine's run-to-run variation, which more rounds do not "
+            "remove)")  # fmt: skip
 
 
 def print_check(report, console: Console) -> None:

@@ -120,3 +120,30 @@ def test_compare_on_the_committed_sample_runs():
     assert [k.knob for k in c.knob_changes] == ["dtypes"]
     model = next(w for w in c.workloads if w.layer_type == "model")
     assert model.verdict == FASTER and model.median_ratio < 0.67
+
+
+def test_cli_says_what_settles_an_inconclusive_verdict_for_each_design(tmp_path, capsys):
+    """Two separate A/A runs under the default rubric: every verdict is inconclusive (the 8%
+    run-to-run allowance per run: 1 * exp(+/- 1.96 * 0.08 * sqrt(2)) = 0.80-1.25 at least, wider
+    than the 5% margin), and the hint names `ab`, not more rounds, which cannot remove a
+    run's state. The same samples as the two sides of one A/B carry no allowance: equivalent."""
+    from reviewkit.cli.app import main
+
+    def run_compare(base, cand) -> str:
+        with pytest.raises(SystemExit) as info:
+            main(["compare", str(base), str(cand)])
+        assert info.value.code in (0, None)
+        return " ".join(capsys.readouterr().out.split())
+
+    out = run_compare(make_run(tmp_path / "a1", seed=0), make_run(tmp_path / "a2", seed=1))
+    assert "run-to-run allowance 8.0% per run" in out
+    assert (
+        "Inconclusive: the interval crosses the margin; an interleaved `reviewkit ab` would "
+        "narrow it (separate runs carry the machine's run-to-run variation" in out
+    )
+    assert "Verdicts: 5 inconclusive." in out  # all five workloads of the toy suite
+    paired = [make_run(tmp_path / side, seed=i, pairing={"id": "p", "side": side})
+              for i, side in enumerate(("baseline", "candidate"))]  # fmt: skip
+    out = run_compare(*paired)
+    assert "run-to-run" not in out
+    assert "Verdicts: 5 equivalent" in out  # 2% noise and 200 samples: within the margin
