@@ -10,12 +10,13 @@ from pathlib import Path
 
 def write_text_atomic(
     path: Path,
-    text: str,
+    text: str | bytes,
     *,
     mode: int = 0o644,
     check: Callable[[Path], None] | None = None,
 ) -> None:
-    """Write `text` to `path` so a reader sees the old file or the new one, never half of one.
+    """Write `text` (or bytes) to `path` so a reader sees the old file or the new one, never
+    half of one.
 
     The temporary file lies beside the target (same filesystem, so the rename is atomic) and is
     removed on any failure. `check`, when given, reads the finished temporary file and raises to
@@ -25,7 +26,9 @@ def write_text_atomic(
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        text_mode = {"encoding": "utf-8", "newline": ""}
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", **text_mode) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -19,7 +19,7 @@ from reviewkit.render.charts.comparison import (
     shape_heatmap,
     trade_view,
 )
-from reviewkit.render.charts.convert import VEGALITE_VERSION, javascript_bundle, to_svg
+from reviewkit.render.charts.convert import VEGALITE_VERSION, javascript_bundle, svg_to_pdf, to_svg
 from reviewkit.render.charts.fit import TIME_BASIS_WORDS, UNCOVERED_COLOUR, fit_matrix
 from reviewkit.render.charts.production import (
     latency_throughput,
@@ -66,6 +66,7 @@ __all__ = [
     "shape_heatmap",
     "stability",
     "stall_by_layer",
+    "svg_to_pdf",
     "time_decomposition",
     "to_svg",
     "trade_view",

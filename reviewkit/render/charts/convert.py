@@ -1,4 +1,4 @@
-"""Spec to SVG through vl-convert, cached by spec hash and versions; the offline Vega bundle."""
+"""Spec to SVG and SVG to PDF through vl-convert, cached by hash and versions; the Vega bundle."""
 
 from __future__ import annotations
 
@@ -82,7 +82,23 @@ def _cache_dir() -> Path:
     return root / "reviewkit" / f"vlc{version}-vl{VEGALITE_VERSION}"
 
 
-def _write_cache(path: Path, text: str) -> None:
+def svg_to_pdf(svg: str) -> bytes:
+    """One chart's SVG as a one-page vector PDF (its text stays text), cached on disk by the
+    SVG's hash. The packet's PDF lays these over the boxes WeasyPrint keeps for the charts:
+    drawing the SVGs through WeasyPrint took about half of the PDF's time (docs/benchmarks.md)."""
+    key = hashlib.sha256(svg.encode("utf-8")).hexdigest()
+    cached = _cache_dir() / "pdf" / f"{key}.pdf"
+    try:
+        return cached.read_bytes()
+    except OSError:
+        import vl_convert
+
+        pdf = vl_convert.svg_to_pdf(svg)
+        _write_cache(cached, pdf)
+        return pdf
+
+
+def _write_cache(path: Path, text: str | bytes) -> None:
     """Write atomically; a read-only home still renders, just without the cache."""
     with contextlib.suppress(OSError):
         write_text_atomic(path, text)

@@ -1,0 +1,96 @@
+"""The PDF's charts: laid out as blank stand-ins of the same size, then vl-convert's vector PDF
+of each laid over its box. Positions checked against hand-placed boxes (pdfium's text boxes)."""
+
+from __future__ import annotations
+
+import pypdfium2 as pdfium
+import pytest
+
+from reviewkit.render.packet.labels import PacketError
+from reviewkit.render.packet.pdf import blank_svg, render_pdf
+
+MM_PT = 72 / 25.4  # points per millimetre
+
+# 400 x 100 px, one word of text at its horizontal middle.
+CHART_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="100" viewBox="0 0 400 100">'
+    '<rect x="0" y="0" width="400" height="100" fill="#eeeeee"/>'
+    '<text x="200" y="55" font-family="DejaVu Sans" font-size="20" text-anchor="middle">'
+    "OVERLAYMARK</text></svg>"
+)
+
+
+def _page(body: str) -> str:
+    return (
+        "<html><head><style>@page { size: A4; margin: 10mm } body { margin: 0 }"
+        "img { display: block; width: 100mm; margin-left: 20mm }</style></head><body>"
+        f"{body}</body></html>"
+    )
+
+
+def _render(tmp_path, body: str, svg: str = CHART_SVG) -> pdfium.PdfDocument:
+    charts = tmp_path / "assets" / "charts"
+    charts.mkdir(parents=True, exist_ok=True)
+    (charts / "demo.svg").write_text(svg)
+    return pdfium.PdfDocument(render_pdf(_page(body), tmp_path, []))
+
+
+def _word_boxes(doc: pdfium.PdfDocument, word: str) -> list[tuple[int, tuple]]:
+    """(page index, (left, bottom, right, top) in points) of each occurrence of `word`."""
+    found = []
+    for index in range(len(doc)):
+        text = doc[index].get_textpage()
+        searcher = text.search(word)
+        while (hit := searcher.get_next()) is not None:
+            first, count = hit
+            boxes = [text.get_charbox(i) for i in range(first, first + count)]
+            found.append((index, (min(b[0] for b in boxes), min(b[1] for b in boxes),
+                                  max(b[2] for b in boxes), max(b[3] for b in boxes))))  # fmt: skip
+    return found
+
+
+def test_a_chart_is_drawn_once_in_the_box_the_layout_kept_for_it(tmp_path):
+    """The image box: 10 mm page margin + 20 mm indent = 30 mm from the left, 100 mm wide, so
+    100 x 25 mm (the SVG's 4:1); its top at the 10 mm margin. The word sits at the chart's
+    horizontal middle (80 mm from the page's left) and a little above its vertical middle
+    (baseline at 55% of 25 mm below the top, the glyphs above it)."""
+    doc = _render(tmp_path, '<img src="assets/charts/demo.svg" alt="demo">')
+    ((page, (left, bottom, right, top)),) = _word_boxes(doc, "OVERLAYMARK")
+    height_pt = doc[0].get_height()
+    assert page == 0
+    assert (left + right) / 2 == pytest.approx(80 * MM_PT, abs=1.0)
+    baseline_mm = 10 + 0.55 * 25
+    assert bottom == pytest.approx(height_pt - baseline_mm * MM_PT, abs=1.5)
+    assert top < height_pt - 10 * MM_PT  # inside the box, below its top edge
+
+
+def test_a_chart_pushed_to_the_next_page_is_laid_over_that_page(tmp_path):
+    doc = _render(tmp_path, '<p style="break-after: page">first</p>'
+                            '<img src="assets/charts/demo.svg" alt="demo">')  # fmt: skip
+    assert [page for page, _ in _word_boxes(doc, "OVERLAYMARK")] == [1]
+
+
+def test_a_chart_without_a_numeric_size_is_drawn_by_weasyprint(tmp_path):
+    """width="100%": no size to copy to a stand-in, so WeasyPrint draws the SVG itself; its
+    text is there, once."""
+    svg = CHART_SVG.replace('width="400" height="100"', 'width="100%" height="100"')
+    doc = _render(tmp_path, '<img src="assets/charts/demo.svg" alt="demo">', svg)
+    assert len(_word_boxes(doc, "OVERLAYMARK")) == 1
+
+
+def test_a_missing_chart_file_fails_the_pdf(tmp_path):
+    (tmp_path / "assets" / "charts").mkdir(parents=True)
+    with pytest.raises(PacketError, match="PDF rendering failed"):
+        render_pdf(_page('<img src="assets/charts/absent.svg" alt="x">'), tmp_path, [])
+
+
+def test_blank_svg_copies_the_size_and_nothing_else():
+    assert blank_svg(CHART_SVG) == (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="100" '
+        'viewBox="0 0 400 100"></svg>'
+    )
+    assert blank_svg('<svg width="10" height="5"><text>x</text></svg>') == (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="5"></svg>'
+    )
+    assert blank_svg('<svg width="100%" height="5"></svg>') is None
+    assert blank_svg("<p>no svg</p>") is None
