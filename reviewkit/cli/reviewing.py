@@ -81,19 +81,29 @@ def packet(
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     """Render the review packet: offline HTML with interactive charts, and a paged PDF."""
-    from rich.status import Status
+    from reviewkit.render.printing import PdfWorker
 
-    from reviewkit.render.packet import write_packet
+    # Started first: WeasyPrint's imports and font set-up (~1 s) run on the second core while
+    # this process checks the review and builds the packet (docs/benchmarks.md).
+    worker = None if no_pdf else PdfWorker()
+    try:
+        from rich.status import Status
 
-    with Status("rendering the packet", console=stderr) as status:
-        result = write_packet(
-            review,
-            out,
-            rubric,
-            allow_outside,
-            pdf=not no_pdf,
-            progress=lambda msg: status.update(msg),
-        )
+        from reviewkit.render.packet import write_packet
+
+        with Status("rendering the packet", console=stderr) as status:
+            result = write_packet(
+                review,
+                out,
+                rubric,
+                allow_outside,
+                pdf=not no_pdf,
+                progress=lambda msg: status.update(msg),
+                pdf_worker=worker,
+            )
+    finally:
+        if worker is not None:
+            worker.close()
     if as_json:
         _emit_json(result.to_json())
         return

@@ -1,13 +1,12 @@
 """The PDF's charts: laid out as blank stand-ins of the same size, then vl-convert's vector PDF
-of each laid over its box. Positions checked against hand-placed boxes (pdfium's text boxes)."""
+of each laid over its box (positions against hand-placed boxes); the worker process."""
 
 from __future__ import annotations
 
 import pypdfium2 as pdfium
 import pytest
 
-from reviewkit.render.packet.labels import PacketError
-from reviewkit.render.packet.pdf import blank_svg, render_pdf
+from reviewkit.render.printing import PdfError, PdfWorker, blank_svg, render_pdf
 
 MM_PT = 72 / 25.4  # points per millimetre
 
@@ -80,7 +79,7 @@ def test_a_chart_without_a_numeric_size_is_drawn_by_weasyprint(tmp_path):
 
 def test_a_missing_chart_file_fails_the_pdf(tmp_path):
     (tmp_path / "assets" / "charts").mkdir(parents=True)
-    with pytest.raises(PacketError, match="PDF rendering failed"):
+    with pytest.raises(PdfError, match="PDF rendering failed"):
         render_pdf(_page('<img src="assets/charts/absent.svg" alt="x">'), tmp_path, [])
 
 
@@ -94,3 +93,40 @@ def test_blank_svg_copies_the_size_and_nothing_else():
     )
     assert blank_svg('<svg width="100%" height="5"></svg>') is None
     assert blank_svg("<p>no svg</p>") is None
+
+
+def test_the_worker_renders_what_this_process_renders(tmp_path):
+    body = '<p>before</p><img src="assets/charts/demo.svg" alt="demo"><p>after</p>'
+    here = _render(tmp_path, body)
+    worker = PdfWorker()
+    try:
+        there = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    finally:
+        worker.close()
+    assert len(there) == len(here) == 1
+    assert there[0].get_textpage().get_text_range() == here[0].get_textpage().get_text_range()
+    assert _word_boxes(there, "OVERLAYMARK") == _word_boxes(here, "OVERLAYMARK")
+
+
+def test_the_worker_reports_a_failure_as_this_process_would(tmp_path):
+    (tmp_path / "assets" / "charts").mkdir(parents=True)
+    worker = PdfWorker()
+    try:
+        with pytest.raises(PdfError, match=r"PDF rendering failed.*absent\.svg"):
+            worker.render(_page('<img src="assets/charts/absent.svg" alt="x">'), tmp_path, [])
+    finally:
+        worker.close()
+
+
+def test_a_dead_worker_falls_back_to_this_process_and_close_stops_an_idle_one(tmp_path):
+    body = '<img src="assets/charts/demo.svg" alt="demo">'
+    (tmp_path / "assets" / "charts").mkdir(parents=True)
+    (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
+    worker = PdfWorker()
+    worker._process.kill()
+    worker._process.wait()
+    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    assert len(_word_boxes(doc, "OVERLAYMARK")) == 1
+    idle = PdfWorker()
+    idle.close()  # the review failed its check: nothing is sent, the worker must not linger
+    assert idle._process.poll() is not None

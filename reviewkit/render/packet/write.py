@@ -15,6 +15,7 @@ from reviewkit.render.packet.html import SCRIPTS, STYLESHEETS, TEMPLATES, VEGA_B
 from reviewkit.render.packet.labels import Progress
 from reviewkit.render.packet.model import build_model
 from reviewkit.render.packet.pdf import write_pdf
+from reviewkit.render.printing import PdfWorker
 from reviewkit.review.gate import Report, run_check
 
 
@@ -53,6 +54,7 @@ def render_into(
     asset_base: str = "assets/",
     nav: dict | None = None,
     progress: Progress | None = None,
+    pdf_worker: PdfWorker | None = None,
 ) -> tuple[dict, dict]:
     """Render a checked review's packet into an existing folder; return (model, timings).
 
@@ -89,7 +91,7 @@ def render_into(
     if printed is not None:
         t = time.perf_counter()
         say("rendering PDF")
-        write_pdf(printed, folder, report, folder / "packet.pdf")
+        write_pdf(printed, folder, report, folder / "packet.pdf", pdf_worker)
         timings["pdf_s"] = time.perf_counter() - t
     return model, timings
 
@@ -101,6 +103,7 @@ def write_packet(
     allow_outside: bool = False,
     pdf: bool = True,
     progress: Progress | None = None,
+    pdf_worker: PdfWorker | None = None,
 ) -> PacketResult:
     """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
     say = progress or (lambda _msg: None)
@@ -116,7 +119,7 @@ def write_packet(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         write_shared_assets(tmp / "assets")
-        _, timings = render_into(report, tmp, pdf=pdf, progress=say)
+        _, timings = render_into(report, tmp, pdf=pdf, progress=say, pdf_worker=pdf_worker)
         os.chmod(tmp, 0o755)
         swap_into_place(tmp, out_dir)
     except BaseException:
