@@ -111,6 +111,10 @@ class WorkloadComparison:
     mfu_baseline: float | None = None
     mfu_candidate: float | None = None
     mfu_delta: float | None = None
+    # On one device (one denominator), the MFU change that the median ratio's interval allows:
+    # the candidate's MFU scaled by point / high and point / low of the ratio. Between separate
+    # runs it carries their run-to-run allowance, so timing noise is not read as an MFU change.
+    mfu_delta_ci: tuple[float, float] | None = None
     memory_stall_delta: float | None = None
     bottleneck_baseline: str | None = None
     bottleneck_candidate: str | None = None
@@ -460,6 +464,9 @@ def compare(
                 mfu_baseline=b.get("mfu"),
                 mfu_candidate=mfu_c,
                 mfu_delta=_delta(mfu_c, b.get("mfu")),
+                mfu_delta_ci=_mfu_delta_ci(mfu_c, b.get("mfu"), ratio[0.5], ci[0.5])
+                if same_device
+                else None,
                 memory_stall_delta=_delta(stall_c, _stall(b)),
                 bottleneck_baseline=b.get("bottleneck"),
                 bottleneck_candidate=bottleneck_c,
@@ -540,6 +547,17 @@ def _single(by_dtype: dict) -> dict:
 def _stall(w: dict) -> float | None:
     f = w.get("fractions")
     return f["memory_stall"] if f else None
+
+
+def _mfu_delta_ci(
+    mfu_c: float | None, mfu_b: float | None, ratio: float, ci: tuple[float, float]
+) -> tuple[float, float] | None:
+    """MFU is work over time against one ceiling, so the candidate's moves as 1 / the time
+    ratio: at the interval's high end its MFU is mfu_c * ratio / high, at the low end
+    mfu_c * ratio / low."""
+    if mfu_c is None or mfu_b is None or not ratio or ci[0] <= 0:
+        return None
+    return mfu_c * ratio / ci[1] - mfu_b, mfu_c * ratio / ci[0] - mfu_b
 
 
 def _delta(a: float | None, b: float | None) -> float | None:

@@ -319,6 +319,13 @@ def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
     return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
+def _points(delta: float | None, ci: tuple[float, float] | None) -> str:
+    """A change of a fraction in percentage points, with its interval when there is one."""
+    if delta is None:
+        return MISSING
+    return f"{100 * delta:+.1f} pt" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
 def print_comparison(comp, console: Console) -> None:
     console.print(
         f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
@@ -383,7 +390,7 @@ def print_comparison(comp, console: Console) -> None:
             + (f" ({w.reason})" if w.reason and w.verdict == "not comparable" else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
-            MISSING if w.mfu_delta is None else f"{100 * w.mfu_delta:+.1f} pt",
+            _points(w.mfu_delta, w.mfu_delta_ci),
             MISSING if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
             f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
             if w.bottleneck_changed

@@ -21,11 +21,12 @@ NO_ALLOWANCE = Margins(min_effect=0.05, fdr=0.05, max_ceiling_shift=0.05)
 ALLOWANCE = Margins(min_effect=0.05, fdr=0.05, max_ceiling_shift=0.05, run_to_run_sd=0.1)
 
 
-def _doc(levels_by_round, n=20, pairing=None, names=("gemm.a",)):
+def _doc(levels_by_round, n=20, pairing=None, names=("gemm.a",), flops=1e6):
     """A run whose workloads take `level` seconds on every call of a round (fake clock)."""
     workloads = [
         {"id": f"{name}.fp32", "layer_type": name.split(".")[0], "dtype": "fp32", "status": "ok",
-         "flops": 1e6, "bytes": 1e6, "samples_s": [x for x in levels_by_round for _ in range(n)],
+         "flops": flops, "bytes": 1e6,
+         "samples_s": [x for x in levels_by_round for _ in range(n)],
          "round_sizes": [n] * len(levels_by_round), "params": {}, "reproduce": ""}
         for name in names
     ]  # fmt: skip
@@ -133,3 +134,20 @@ def test_equivalent_needs_the_allowance_inside_the_margin():
     margins = Margins(0.05, 0.05, 0.05, run_to_run_sd=0.005)
     (w,) = compare(_doc([1.0] * 5), _doc([1.0] * 5), margins=margins).workloads
     assert w.verdict == EQUIVALENT
+
+
+def test_an_mfu_change_between_separate_runs_carries_the_interval():
+    """5e11 FLOP a call on a 1e12 FLOP/s ceiling: 0.5 s of compute in 1.0 s is MFU 0.5; the
+    candidate at 1.2 s is 0.5 / 1.2 = 0.4167, a change of -8.3 points. One denominator, so
+    MFU moves as 1 / the time ratio: at the interval's ends (LOW, HIGH above) the candidate's
+    MFU is 0.5 / 1.5833 = 0.3158 and 0.5 / 0.9095 = 0.5498, a change of -18.4 to +5.0
+    points: the two separate runs cannot tell this drop from the machine's noise."""
+    base = _doc([1.0] * 5, flops=5e11)
+    cand = _doc([1.2] * 5, flops=5e11)
+    (w,) = compare(base, cand, margins=ALLOWANCE).workloads
+    assert w.mfu_baseline == pytest.approx(0.5)
+    assert w.mfu_delta == pytest.approx(0.5 / 1.2 - 0.5)
+    assert w.mfu_delta_ci == pytest.approx((0.5 / HIGH - 0.5, 0.5 / LOW - 0.5), rel=1e-4)
+    assert w.mfu_delta_ci[0] < 0 < w.mfu_delta_ci[1]
+    (plain,) = compare(base, cand, margins=NO_ALLOWANCE).workloads
+    assert plain.mfu_delta_ci == pytest.approx((0.5 / 1.2 - 0.5, 0.5 / 1.2 - 0.5))
