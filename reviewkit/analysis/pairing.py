@@ -27,15 +27,18 @@ def ratio_ci(cand_draws: np.ndarray, base_draws: np.ndarray) -> tuple[float, flo
     return interval(cand_draws / base_draws)
 
 
+def settle_hint(paired: bool) -> str:
+    """What would narrow an inconclusive interval, for the comparison's design."""
+    if paired:
+        return "more rounds (--rounds) would narrow it"
+    return ("an interleaved `reviewkit ab` would narrow it (two separate runs carry the "
+            "machine's run-to-run variation, which more rounds do not remove)")  # fmt: skip
+
+
 def inconclusive_reason(ci: tuple[float, float], margin: float, paired: bool) -> str:
     """What would settle an inconclusive verdict."""
-    how = (
-        "more rounds (--rounds) would narrow it"
-        if paired
-        else "an interleaved `reviewkit ab` would narrow it (two separate runs carry the "
-        "machine's run-to-run variation, which more rounds do not remove)"
-    )
-    return f"the 95% interval {ci[0]:.3f}-{ci[1]:.3f} crosses the margin 1 +/- {margin:g}: {how}"
+    return (f"the 95% interval {ci[0]:.3f}-{ci[1]:.3f} crosses the margin 1 +/- {margin:g}: "
+            f"{settle_hint(paired)}")  # fmt: skip
 
 
 PAIRED, INDEPENDENT = "rounds paired (interleaved A/B)", "independent runs"

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
-from reviewkit.common.format import MISSING, binary_size, change_ci, pct
+from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
 from reviewkit.suite import workloads as suite
@@ -319,13 +319,6 @@ def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
     return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
-def _points(delta: float | None, ci: tuple[float, float] | None) -> str:
-    """A change of a fraction in percentage points, with its interval when there is one."""
-    if delta is None:
-        return MISSING
-    return f"{100 * delta:+.1f} pt" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
-
-
 def print_comparison(comp, console: Console) -> None:
     console.print(
         f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
@@ -390,7 +383,7 @@ def print_comparison(comp, console: Console) -> None:
             + (f" ({w.reason})" if w.reason and w.verdict == "not comparable" else ""),
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
-            _points(w.mfu_delta, w.mfu_delta_ci),
+            points(w.mfu_delta, w.mfu_delta_ci),
             MISSING if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
             f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
             if w.bottleneck_changed
@@ -416,11 +409,9 @@ def print_comparison(comp, console: Console) -> None:
 
 def inconclusive_hint(comp) -> str:
     """What would settle an inconclusive verdict, for this comparison's design."""
-    if comp.design.startswith("rounds"):  # the two sides of one interleaved A/B
-        return "the interval crosses the margin; more rounds (--rounds) would narrow it"
-    return ("the interval crosses the margin; an interleaved `reviewkit ab` would narrow it "
-            "(separate runs carry the machine's run-to-run variation, which more rounds do not "
-            "remove)")  # fmt: skip
+    from reviewkit.analysis.pairing import settle_hint
+
+    return f"the interval crosses the margin; {settle_hint(comp.design.startswith('rounds'))}"
 
 
 def print_check(report, console: Console) -> None:

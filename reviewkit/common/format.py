@@ -22,6 +22,14 @@ def change_ci(ci: tuple[float, float] | None) -> str:
     return "no interval" if ci is None else f"{change(ci[0])} .. {change(ci[1])}"
 
 
+def points(delta: float | None, ci: tuple[float, float] | None = None) -> str:
+    """A change of a fraction in percentage points, with its interval when there is one:
+    (0.352, (0.21, 0.5)) -> "+35.2 pt [+21.0, +50.0]"."""
+    if delta is None:
+        return MISSING
+    return f"{100 * delta:+.1f} pt" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
 def num(x: float | None, digits: int = 3) -> str:
     """A number to `digits` significant figures."""
     return MISSING if x is None else f"{x:.{digits}g}"

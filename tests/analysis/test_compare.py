@@ -139,7 +139,7 @@ def test_cli_says_what_settles_an_inconclusive_verdict_for_each_design(tmp_path,
     assert "run-to-run allowance 8.0% per run" in out
     assert (
         "Inconclusive: the interval crosses the margin; an interleaved `reviewkit ab` would "
-        "narrow it (separate runs carry the machine's run-to-run variation" in out
+        "narrow it (two separate runs carry the machine's run-to-run variation" in out
     )
     assert "Verdicts: 5 inconclusive." in out  # all five workloads of the toy suite
     paired = [make_run(tmp_path / side, seed=i, pairing={"id": "p", "side": side})

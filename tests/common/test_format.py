@@ -1,6 +1,6 @@
 """The shared formatters, against hand-worked strings."""
 
-from reviewkit.common.format import MISSING, ms, num, pct, ratio
+from reviewkit.common.format import MISSING, ms, num, pct, points, ratio
 
 
 def test_percent_ratio_number_and_milliseconds():
@@ -23,3 +23,10 @@ def test_binary_size_whole_where_exact():
     assert binary_size(1000 * 1024) == "1000 KiB"  # not "1e+03 KiB"
     assert binary_size(2 << 30) == "2 GiB"
     assert binary_size(512) == "512 B"
+
+
+def test_points_by_hand():
+    # 0.352 of a fraction is 35.2 percentage points; the interval's ends likewise.
+    assert points(0.352, (0.21, 0.5)) == "+35.2 pt [+21.0, +50.0]"
+    assert points(-0.0833) == "-8.3 pt"
+    assert points(None) == MISSING
