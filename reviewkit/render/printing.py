@@ -197,7 +197,10 @@ def serve() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         render_pdf("<p>warm-up: fonts and Pango</p>", Path(scratch), [])
-    html_text, base, attachments = pickle.load(sys.stdin.buffer)
+    try:
+        html_text, base, attachments = pickle.load(sys.stdin.buffer)
+    except EOFError:  # the command ended (or failed) before it had a page to send
+        return
     try:
         reply = ("ok", render_pdf(html_text, Path(base), attachments))
     except PdfError as exc:

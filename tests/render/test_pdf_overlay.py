@@ -130,3 +130,12 @@ def test_a_dead_worker_falls_back_to_this_process_and_close_stops_an_idle_one(tm
     idle = PdfWorker()
     idle.close()  # the review failed its check: nothing is sent, the worker must not linger
     assert idle._process.poll() is not None
+
+
+def test_a_worker_whose_command_ended_without_a_page_exits_quietly(capfd):
+    """The parent died or failed before sending a page: its end of the pipe closes, and the
+    worker exits 0 with nothing on stderr rather than a traceback."""
+    worker = PdfWorker()
+    out, _ = worker._process.communicate(b"")
+    assert worker._process.returncode == 0 and out == b""
+    assert "Traceback" not in capfd.readouterr().err
