@@ -215,8 +215,8 @@ class Comparison:
         if self.run_to_run_sd is None:
             return ""
         if not self.run_to_run_sd:
-            return ("; no run-to-run allowance (the rubric sets run_to_run_sd = 0): the intervals "
-                    "show only each run's own rounds")  # fmt: skip
+            return ("; no run-to-run allowance (run_to_run_sd is 0 or no rubric sets it): the "
+                    "intervals show only each run's own rounds")  # fmt: skip
         return (f"; run-to-run allowance {pct(self.run_to_run_sd)} per run in every interval "
                 "(the rubric's run_to_run_sd: how far two separate runs on the machine differ "
                 "beyond their rounds)")  # fmt: skip

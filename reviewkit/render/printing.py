@@ -49,11 +49,11 @@ def render_pdf(html_text: str, base: Path, attachments: list[tuple[str, str, str
     logger = logging.getLogger("weasyprint")
     logger.addHandler(handler)
     try:
-        laid_out, svgs = _stand_ins(html_text, base)
+        laid_out, svgs, stand_ins = _stand_ins(html_text, base)
         document = weasyprint.HTML(string=laid_out, base_url=str(base) + "/", url_fetcher=fetcher)
         rendered = document.render()
         places = chart_boxes(rendered)
-        if sorted(name for _, name, _ in places) != sorted(_stand_in_names(laid_out)):
+        if sorted(name for _, name, _ in places) != sorted(stand_ins):
             # A box not found (a WeasyPrint whose boxes differ): draw the SVGs themselves.
             document = weasyprint.HTML(string=html_text, base_url=str(base) + "/",
                                        url_fetcher=fetcher)  # fmt: skip
@@ -80,10 +80,12 @@ def render_pdf(html_text: str, base: Path, attachments: list[tuple[str, str, str
     return pdf
 
 
-def _stand_ins(html_text: str, base: Path) -> tuple[str, dict[str, str]]:
+def _stand_ins(html_text: str, base: Path) -> tuple[str, dict[str, str], list[str]]:
     """The HTML with every chart image it can size replaced by a blank SVG of the same width,
-    height and viewBox (so the layout is the same), marked data-chart; and the charts' SVGs."""
+    height and viewBox (so the layout is the same), marked data-chart; the charts' SVGs; and
+    the name of each image replaced (a chart the brief shows again is there twice)."""
     svgs: dict[str, str] = {}
+    replaced: list[str] = []
 
     def replace(match: re.Match) -> str:
         name = match.group(1)
@@ -95,13 +97,10 @@ def _stand_ins(html_text: str, base: Path) -> tuple[str, dict[str, str]]:
         if blank is None:
             return match.group(0)
         svgs[name] = svg
+        replaced.append(name)
         return f'<img data-chart="{name}" src="data:image/svg+xml,{urllib.parse.quote(blank)}"'
 
-    return CHART_IMG.sub(replace, html_text), svgs
-
-
-def _stand_in_names(html_text: str) -> list[str]:
-    return re.findall(r'<img data-chart="([A-Za-z0-9_-]+)"', html_text)
+    return CHART_IMG.sub(replace, html_text), svgs, replaced
 
 
 def blank_svg(svg: str) -> str | None:

@@ -139,3 +139,15 @@ def test_a_worker_whose_command_ended_without_a_page_exits_quietly(capfd):
     out, _ = worker._process.communicate(b"")
     assert worker._process.returncode == 0 and out == b""
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_chart_shown_twice_is_laid_over_both_boxes(tmp_path):
+    """The brief shows the claim's chart again: both images become stand-ins (the count the
+    overlay is checked against), and each box gets the chart."""
+    from reviewkit.render.printing import _stand_ins
+
+    body = '<img src="assets/charts/demo.svg" alt="a"><img src="assets/charts/demo.svg" alt="b">'
+    doc = _render(tmp_path, body)
+    assert _stand_ins(_page(body), tmp_path)[2] == ["demo", "demo"]
+    (first, second) = [box for _, box in _word_boxes(doc, "OVERLAYMARK")]
+    assert second[1] < first[1] - 20 * MM_PT  # the second 25 mm lower on the page
