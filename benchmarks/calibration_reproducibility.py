@@ -14,7 +14,7 @@
    points (target: within 5 points with a shared profile).
 
     .venv/bin/python benchmarks/calibration_reproducibility.py [--n 5] [--profile quick]
-        [--parts calibrate,estimators,aa-mfu]
+        [--parts calibrate,estimators,aa-mfu] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -67,29 +67,44 @@ ESTIMATORS = {
 }
 
 
+def _reviewkit(args: list[str], env: dict) -> str:
+    """Run `python -m reviewkit ARGS`; its stdout, or its stderr and exit on failure."""
+    done = subprocess.run([sys.executable, "-m", "reviewkit", *args],
+                          capture_output=True, text=True, env=env)  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"reviewkit {' '.join(args)} exited {done.returncode}:\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
 def _spread(values: list[float]) -> float:
     return max(values) / min(values) - 1
 
 
-def calibrations(n: int, profile: str) -> None:
+def calibrations(n: int, profile: str, device: str) -> None:
     rows: dict[str, list[float]] = {}
     walls = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "REVIEWKIT_CACHE_DIR": cache}
         for _ in range(n):
             start = time.perf_counter()
-            out = subprocess.run(
-                [sys.executable, "-m", "reviewkit", "calibrate", "--profile", profile,
-                 "--dtype", "fp32,bf16", "--json"],
-                check=True, capture_output=True, text=True, env=env,
-            ).stdout  # fmt: skip
+            out = _reviewkit(["calibrate", "--profile", profile, "--device", device,
+                              "--dtype", "fp32,bf16", "--json"], env)  # fmt: skip
             walls.append(time.perf_counter() - start)
+            print(f"calibration {len(walls)}: {walls[-1]:.1f} s", file=sys.stderr, flush=True)
             doc = json.loads(out)
             for dtype, c in doc["compute"].items():
                 rows.setdefault(f"{dtype} GEMM (GFLOP/s)", []).append(c["peak"] / 1e9)
+                if c.get("source") == "datasheet" and c.get("measured"):
+                    # a known GPU divides by its datasheet peak; the measurement is beside it
+                    rows.setdefault(f"{dtype} GEMM measured (GFLOP/s)", []).append(
+                        c["measured"] / 1e9
+                    )
             for level in doc["memory"]:
                 rows.setdefault(f"{level['level']} (GB/s)", []).append(level["peak"] / 1e9)
-    print(f"\n{n} separate `reviewkit calibrate --profile {profile} --dtype fp32,bf16`")
+    print(
+        f"\n{n} separate `reviewkit calibrate --profile {profile} --device {device} "
+        "--dtype fp32,bf16`"
+    )
     print(f"| ceiling | {' | '.join(f'#{i + 1}' for i in range(n))} | max/min - 1 |")
     print(f"| --- | {' | '.join('---' for _ in range(n))} | --- |")
     for name, values in rows.items():
@@ -118,8 +133,11 @@ def _gemm_mfu(bundle: Path) -> dict[str, float]:
     return {w["id"]: w["mfu"] for w in doc["workloads"] if w.get("mfu") is not None}
 
 
-def aa_mfu(profile: str) -> None:
-    print(f"\nA/A gemm MFU, two `run --profile {profile} --dtype fp32 --only 'gemm.*'` processes")
+def aa_mfu(profile: str, device: str) -> None:
+    print(
+        f"\nA/A gemm MFU, two `run --profile {profile} --device {device} --dtype fp32 "
+        "--only 'gemm.*'` processes"
+    )
     print("| ceilings | largest MFU difference (points) | median difference | workloads |")
     print("| --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,19 +147,14 @@ def aa_mfu(profile: str) -> None:
             mfu = []
             for i in range(2):
                 out = Path(tmp) / f"{len(extra)}-{i}"
-                subprocess.run(
-                    [sys.executable, "-m", "reviewkit", "run", "--profile", profile,
-                     "--dtype", "fp32", "--only", "gemm.*", "--out", str(out), *extra],
-                    check=True, capture_output=True, env=env,
-                )  # fmt: skip
+                _reviewkit(["run", "--profile", profile, "--device", device, "--dtype", "fp32",
+                            "--only", "gemm.*", "--out", str(out), *extra], env)  # fmt: skip
                 mfu.append(_gemm_mfu(out))
             _mfu_row(label, mfu)
         out = Path(tmp) / "ab"
-        subprocess.run(
-            [sys.executable, "-m", "reviewkit", "ab", "--baseline", "", "--candidate", "",
-             "--profile", profile, "--dtype", "fp32", "--only", "gemm.*", "--out", str(out)],
-            check=True, capture_output=True, env=env,
-        )  # fmt: skip
+        _reviewkit(["ab", "--baseline", "", "--candidate", "", "--profile", profile,
+                    "--device", device, "--dtype", "fp32", "--only", "gemm.*", "--out", str(out)],
+                   env)  # fmt: skip
         _mfu_row("one cached profile, interleaved (`ab` A/A)",
                  [_gemm_mfu(out / "baseline"), _gemm_mfu(out / "candidate")])  # fmt: skip
 
@@ -157,14 +170,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--parts", default="calibrate,estimators,aa-mfu")
+    # estimators measure the CPU only; calibrate and aa-mfu measure the device named here
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if "calibrate" in parts:
-        calibrations(args.n, args.profile)
+        calibrations(args.n, args.profile, args.device)
     if "estimators" in parts:
         estimators(args.n)
     if "aa-mfu" in parts:
-        aa_mfu(args.profile)
+        aa_mfu(args.profile, args.device)
 
 
 if __name__ == "__main__":

@@ -135,10 +135,10 @@ def gemm_maker(n: int, dtype: str, device: torch.device, layout: str) -> Maker:
     """Builds one timed n x n x n matmul in the given operand layout (fresh inputs per build)."""
 
     def make() -> Callable[[], float]:
-        gen = torch.Generator().manual_seed(kernels.INPUT_SEED)
+        gen = _generator(device)
         tdt = kernels.TORCH_DTYPES[dtype]
-        a = torch.randn(n, n, generator=gen).to(device=device, dtype=tdt)
-        b = torch.randn(n, n, generator=gen).to(device=device, dtype=tdt)
+        a = torch.randn(n, n, generator=gen, device=gen.device).to(device=device, dtype=tdt)
+        b = torch.randn(n, n, generator=gen, device=gen.device).to(device=device, dtype=tdt)
         bt = b.t() if layout == "nt" else b
 
         def mm() -> None:
@@ -163,8 +163,8 @@ class Screen:
     def method(self, trials: int, winner: str | None) -> str:
         text = (
             f"torch.mm over square sizes {list(self.sizes)} in layouts {'/'.join(GEMM_LAYOUTS)} "
-            f"and 3x3 convolutions: a screen, then {trials} interleaved trials of the best "
-            f"{len(self.finalists)} "
+            f"and 3x3 convolutions (cuDNN's TF32 off): a screen, then {trials} interleaved "
+            f"trials of the best {len(self.finalists)} "
             f"({', '.join(self.finalists) or '-'}), fresh buffers each trial; each trial's rate "
             f"at its fastest call, the ceiling the best trial; best at {winner or '-'}"
             f"{self.failure}"
@@ -227,18 +227,41 @@ def conv_maker(channels: int, side: int, dtype: str, device: torch.device) -> Ma
     """Builds one timed 3x3 convolution, `channels` in and out, on a side x side image."""
 
     def make() -> Callable[[], float]:
-        gen = torch.Generator().manual_seed(kernels.INPUT_SEED)
+        gen = _generator(device)
         tdt = kernels.TORCH_DTYPES[dtype]
-        x = torch.randn(1, channels, side, side, generator=gen).to(device=device, dtype=tdt)
-        w = torch.randn(channels, channels, 3, 3, generator=gen).to(device=device, dtype=tdt)
+        x = torch.randn(1, channels, side, side, generator=gen, device=gen.device)
+        w = torch.randn(channels, channels, 3, 3, generator=gen, device=gen.device)
+        x, w = x.to(device=device, dtype=tdt), w.to(device=device, dtype=tdt)
 
         def conv() -> None:
             with torch.inference_mode():
                 torch.nn.functional.conv2d(x, w, padding=1)
 
-        return device_timed(conv, device)
+        if device.type != "cuda":
+            return device_timed(conv, device)
+
+        def ieee_conv() -> None:
+            # cuDNN runs fp32 convolutions as TF32 unless told not to: an fp32 ceiling of 86
+            # TFLOP/s on an H200 whose fp32 datasheet peak is 67 was a TF32 convolution
+            before = torch.backends.cudnn.allow_tf32
+            torch.backends.cudnn.allow_tf32 = False
+            try:
+                conv()
+            finally:
+                torch.backends.cudnn.allow_tf32 = before
+
+        return device_timed(ieee_conv, device)
 
     return make
+
+
+def _generator(device: torch.device) -> torch.Generator:
+    """The seeded generator a ceiling's inputs are drawn with: on the device itself where torch
+    has one there. Drawn on the host, two 8192 x 8192 operands took about a second per build on
+    the H200's host, and calibration rebuilds its finalists every trial: five quick
+    calibrations of cuda outlasted 150 s."""
+    kind = device.type if device.type in ("cuda", "xpu", "mps") else "cpu"
+    return torch.Generator(device=kind).manual_seed(kernels.INPUT_SEED)
 
 
 def stream_maker(

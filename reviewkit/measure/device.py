@@ -102,30 +102,48 @@ def torch_build() -> dict:
     }
 
 
-def nvidia_driver() -> str | None:
+def nvidia_smi_query(fields: tuple[str, ...], gpu: str | None = None) -> dict[str, str] | None:
+    """`nvidia-smi --query-gpu=FIELDS` for one GPU (its UUID, as torch gives it; else the
+    first GPU listed): field -> value as printed, None where nvidia-smi is absent or fails.
+    A field the driver cannot report comes back as its "[N/A]"-style text; callers parse."""
+    command = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    if gpu:
+        command.append(f"--id={gpu if gpu.startswith(('GPU-', 'MIG-')) else 'GPU-' + gpu}")
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, IndexError):
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
         return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return None
+    values = [v.strip() for v in lines[0].split(",")]
+    return dict(zip(fields, values, strict=False)) if len(values) == len(fields) else None
+
+
+def nvidia_driver() -> str | None:
+    found = nvidia_smi_query(("driver_version",))
+    return found["driver_version"] if found else None
+
+
+def _mhz(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
 
 
 def device_fingerprint(device: torch.device) -> dict | None:
     """The fingerprint of the device a run measures on (None for kinds without one yet)."""
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
+        # the maximum SM clock sets the compute peak (a capped part is another device);
+        # torch stopped reporting clocks, nvidia-smi does
+        smi = nvidia_smi_query(("driver_version", "clocks.max.sm"), str(getattr(props, "uuid", "")))
         return fingerprint.gpu_fingerprint(
             {
                 "name": device_name(device),
                 "compute_capability": f"{props.major}.{props.minor}",
                 "sm_count": props.multi_processor_count,
                 "memory_bytes": props.total_memory,
-                "driver": nvidia_driver(),
+                "max_clock_mhz": _mhz(smi["clocks.max.sm"]) if smi else None,
+                "driver": smi["driver_version"] if smi else nvidia_driver(),
             }
         )
     if device.type == "cpu":

@@ -253,9 +253,17 @@ def _raise_terminated(signum, frame):
     raise _Terminated("stopped by the launcher (SIGTERM): another rank failed")
 
 
+def process_group_backend(backend: str) -> str:
+    """The backend string init_process_group gets. The harness's own bookkeeping (the call
+    count it broadcasts, the samples and identities it gathers) moves CPU tensors, which NCCL
+    cannot carry ("No backend type associated with device type cpu", seen on an H200): under
+    NCCL those go through gloo, and the measured collectives, on CUDA tensors, through NCCL."""
+    return "cpu:gloo,cuda:nccl" if backend == "nccl" else backend
+
+
 def _init(backend: str, timeout_s: float, info: RankInfo) -> None:
     dist.init_process_group(
-        backend,
+        process_group_backend(backend),
         rank=info.rank,
         world_size=info.world_size,
         timeout=datetime.timedelta(seconds=timeout_s),

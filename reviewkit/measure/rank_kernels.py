@@ -4,6 +4,7 @@ layer, lockstep sampling and the link ceiling."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import subprocess
 import time
@@ -217,6 +218,9 @@ def link_ceiling(profile: str, device: torch.device, backend: str, world: int) -
     return doc
 
 
+TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def topology(device: torch.device, backend: str) -> dict:
     """What can be read about how the ranks' devices are linked."""
     if device.type != "cuda":
@@ -231,4 +235,6 @@ def topology(device: torch.device, backend: str) -> dict:
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         return {"available": False, "reason": f"nvidia-smi topo -m not readable: {exc}"}
-    return {"available": True, "method": "nvidia-smi topo -m", "matrix": out.strip()}
+    # nvidia-smi underlines the header with terminal escapes even into a pipe (seen on an H200)
+    return {"available": True, "method": "nvidia-smi topo -m",
+            "matrix": TERMINAL_ESCAPE.sub("", out).strip()}  # fmt: skip
