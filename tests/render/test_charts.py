@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 
@@ -12,6 +13,7 @@ import vl_convert
 from chartspecs import datasets
 
 from reviewkit.render import charts
+from reviewkit.render.charts import base
 
 FONT = "DejaVu Sans"
 P_FP32, P_BF16, W = 19.5e12, 312e12, 2.0e12  # an A100-like device: FLOP/s per dtype, bytes/s
@@ -731,11 +733,32 @@ def test_control_characters_in_a_label_do_not_abort_the_process():
 
 
 def test_forest_names_the_margin_the_noise_floor_and_the_run_to_run_allowance():
-    spec = json.dumps(
-        charts.forest(forest_rows(), margin=0.05, noise_floor=0.3, run_to_run_sd=0.08),
-        ensure_ascii=False,
-    )
-    assert "shaded: the rubric's margin ±5% (within it: equivalent)" in spec
-    assert "measured noise floor ±30.0%, with a run-to-run allowance of 8% per run" in spec
+    lines = charts.forest(forest_rows(), margin=0.05, noise_floor=0.3, run_to_run_sd=0.08)["title"][
+        "subtitle"
+    ]
+    said = " ".join(lines)
+    assert "shaded: the rubric's margin ±5% (within it: equivalent)" in said
+    assert "measured noise floor ±30.0%, with a run-to-run allowance of 8% per run" in said
+    # the note is 110 characters: on one line it ran off the A4 page, so it wraps
+    assert len(lines) >= 2 and max(map(len, lines)) <= base.NOTE_CHARS
     paired = json.dumps(charts.forest(forest_rows(), margin=0.05, noise_floor=0.02))
     assert "run-to-run" not in paired  # the sides of one A/B carry none
+
+
+def test_forest_log_axis_ticks_do_not_crowd_over_several_decades():
+    from reviewkit.render.charts import comparison
+
+    # log10(1.3 / 0.0008) = 3.2 decades: the decades alone
+    assert comparison._log_ticks(0.0008, 1.3) == [0.001, 0.01, 0.1, 1.0]
+    # log10(1.3 / 0.02) = 1.8 decades: 1, 2 and 5 of each decade inside the domain
+    assert comparison._log_ticks(0.02, 1.3) == [0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+    # 0.8 .. 1.25 is 0.19 decades: Vega's own ticks
+    assert comparison._log_ticks(0.8, 1.25) is alt.Undefined
+    # Drawn: a CPU-to-GPU review's ratios printed "0.0020.003" on its axis before
+    ratios = [0.001, 0.0025, 0.005, 0.03, 1.0]
+    rows = [{"workload": f"w{i}", "ratio": r, "low": r * 0.8, "high": r * 1.2,
+             "verdict": "faster"} for i, r in enumerate(ratios)]  # fmt: skip
+    svg = charts.to_svg(charts.forest(rows, margin=0.05, noise_floor=0.01))
+    labels = re.findall(r'translate\(([\d.]+),[\d.]+\)"[^>]*>(0\.\d+|1)</text>', svg)
+    xs = sorted(float(x) for x, _ in labels)
+    assert len(xs) >= 3 and min(b - a for a, b in itertools.pairwise(xs)) > 50

@@ -15,7 +15,6 @@ from reviewkit.render.charts.comparison import (
     MISSING_CELL,
     forest,
     platform_matrix,
-    risk_map,
     shape_heatmap,
     trade_view,
 )
@@ -27,6 +26,7 @@ from reviewkit.render.charts.production import (
     quality_drift,
     stability,
 )
+from reviewkit.render.charts.risks import risk_map
 from reviewkit.render.charts.runs import (
     latency_distribution,
     mfu_by_layer,

@@ -106,8 +106,10 @@ def _plural(n: int, word: str) -> str:
 
 
 def _title(text: str, notes: list[str] | None = None) -> alt.TitleParams:
+    # every subtitle wrapped to the plot's width here, not at each chart: a forest plot's
+    # one-line note on margin, noise floor and allowance ran off the A4 page
     if notes:
-        return alt.TitleParams(text=text, subtitle=notes)
+        return alt.TitleParams(text=text, subtitle=_notes(notes))
     return alt.TitleParams(text=text)
 
 

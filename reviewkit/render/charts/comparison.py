@@ -1,8 +1,7 @@
-"""Charts of a comparison: forest of ratios, shape portability, risk map, trade view, platforms."""
+"""Charts of a comparison: forest of ratios, shape portability, trade view, platforms."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import altair as alt
@@ -11,7 +10,6 @@ from reviewkit.common.format import MISSING
 from reviewkit.render.charts.base import (
     BAR_PX,
     GIGA,
-    HEIGHT,
     LABEL_LIMIT,
     MILLI,
     NO_DATA_HEIGHT,
@@ -31,14 +29,23 @@ from reviewkit.render.charts.base import (
     _unique,
 )
 
-RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"
-RISK_CELL_FILL = {0: "#F7F7F7", 1: "#EFEFEF", 2: "#E3E3E3", 3: "#D4D4D4"}  # by severity band
-OWNER_COLOURS = {"owner named": "#0072B2", "no owner": "#D55E00"}  # Okabe-Ito blue/vermillion
-OWNER_SHAPES = {"owner named": "circle", "no owner": "triangle-up"}
-RISK_LABEL_LIMIT_PX = 108  # cell width (560 / 4) less the point and its margin: labels stay in
 FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
 TRADE_PANEL_WIDTH = 200  # two panels side by side fit the A4 width with candidate labels
 TRADE_BAR_PX = 22
+
+
+def _log_ticks(low: float, high: float) -> list[float] | alt.UndefinedType:
+    """Tick values for a log axis over [low, high]. Over more than a decade and a half, Vega's
+    own ticks (1, 2, 3 ... 9 of each decade) crowd together: 0.002 and 0.003 printed as
+    "0.0020.003" in a CPU-to-GPU review. There the ticks are 1, 2 and 5 of each decade, and
+    only the decades beyond three. Over narrower spans Vega's ticks read well and are kept."""
+    decades = math.log10(high / low)
+    if decades <= 1.5:
+        return alt.Undefined
+    steps = (1,) if decades > 3 else (1, 2, 5)
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    ticks = [s * 10.0**e for e in range(first, last + 1) for s in steps]
+    return [float(f"{t:.3g}") for t in ticks if low <= t <= high]
 
 
 @_memo
@@ -98,23 +105,23 @@ def forest(
     )
     if band:
         ends += [1 - margin, 1 + margin]
-    x_scale = alt.Scale(
-        type="log", domain=[min(ends) / FOREST_PAD, max(ends) * FOREST_PAD], nice=False
-    )
+    x_domain = (min(ends) / FOREST_PAD, max(ends) * FOREST_PAD)
+    x_scale = alt.Scale(type="log", domain=list(x_domain), nice=False)
     x_title = "Ratio of medians, candidate / baseline (log scale; below 1 is faster)"
+    x_axis = alt.Axis(labelOverlap="greedy", labelSeparation=6, values=_log_ticks(*x_domain))
     y = alt.Y("workload:N", title=None, sort=order, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     verdicts = list(VERDICT_COLOURS)
     colour_scale = alt.Scale(domain=verdicts, range=list(VERDICT_COLOURS.values()))
     one = (
         alt.Chart(_data([{"ratio": 1.0}]))
         .mark_rule(color="#333333", strokeDash=[4, 3])
-        .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale))
+        .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale, axis=x_axis))
     )
     bars = (
         alt.Chart(_data(intervals))
         .mark_rule(strokeWidth=1.5)
         .encode(
-            x=alt.X("low:Q", title=x_title, scale=x_scale),
+            x=alt.X("low:Q", title=x_title, scale=x_scale, axis=x_axis),
             x2="high:Q",
             y=y,
             color=alt.Color("verdict:N", legend=None, scale=colour_scale),
@@ -124,7 +131,7 @@ def forest(
         alt.Chart(_data(points))
         .mark_point(filled=True, size=70, opacity=1)
         .encode(
-            x=alt.X("ratio:Q", title=x_title, scale=x_scale),
+            x=alt.X("ratio:Q", title=x_title, scale=x_scale, axis=x_axis),
             y=y,
             color=alt.Color("verdict:N", title="verdict", scale=colour_scale),
             shape=alt.Shape(
@@ -146,122 +153,13 @@ def forest(
         shade = (
             alt.Chart(_data([{"low": 1 - margin, "high": 1 + margin}]))
             .mark_rect(color="#999999", opacity=0.15)
-            .encode(x=alt.X("low:Q", title=x_title, scale=x_scale), x2="high:Q")
+            .encode(x=alt.X("low:Q", title=x_title, scale=x_scale, axis=x_axis), x2="high:Q")
         )
         layers.insert(0, shade)
     chart = alt.layer(*layers).properties(
         width=WIDTH,
         height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 8)),
         title=_title(title, notes),
-    )
-    return _finish(chart)
-
-
-def _risk_index(value: object, what: str, description: str) -> int:
-    text = str(value or "").strip().lower()
-    if text in ("", "unrated"):
-        return 0
-    if text not in RISK_LEVELS:
-        raise ValueError(f"risk_map: {what} {value!r} of {description!r} is not low/medium/high")
-    return RISK_LEVELS.index(text)
-
-
-@_memo
-def risk_map(risks: list[dict]) -> dict:
-    """Likelihood x impact grid, one labelled point per risk, coloured by owner presence."""
-    title = "Risk map: likelihood against impact"
-    if not risks:
-        return _no_data(title)
-    cells: dict[tuple[int, int], list[int]] = {}
-    placed = []
-    for i, r in enumerate(risks):
-        description = str(r.get("description") or "").strip() or f"risk {i + 1}"
-        col = _risk_index(r.get("likelihood"), "likelihood", description)
-        row = _risk_index(r.get("level"), "level", description)
-        cells.setdefault((col, row), []).append(i)
-        owner = str(r.get("owner") or "").strip()
-        placed.append((i, description, col, row, owner))
-    points = []
-    for i, description, col, row, owner in placed:
-        members = cells[(col, row)]
-        k, m = members.index(i), len(members)
-        points.append(
-            {
-                "description": description,
-                "likelihood": RISK_LEVELS[col],
-                "level": RISK_LEVELS[row],
-                "owner": owner or "none",
-                "owner_status": "owner named" if owner else "no owner",
-                # Left of the cell centre so the label fits to the right; risks sharing a cell
-                # are spread top to bottom in input order (deterministic jitter).
-                "x": col - 0.38,
-                "y": row + 0.4 - (k + 0.5) * 0.8 / m,
-            }
-        )
-    grid = [
-        {
-            "x": col - 0.5,
-            "x2": col + 0.5,
-            "y": row - 0.5,
-            "y2": row + 0.5,
-            # Severity band: likelihood x impact of the rated cells, 0 for an unrated axis.
-            "fill": RISK_CELL_FILL[min(3, math.ceil(col * row / 3))],
-        }
-        for col in range(len(RISK_LEVELS))
-        for row in range(len(RISK_LEVELS))
-    ]
-    ticks = list(range(len(RISK_LEVELS)))
-    label_expr = f"{json.dumps(list(RISK_LEVELS))}[datum.value]"
-    domain = [-0.5, len(RISK_LEVELS) - 0.5]
-    x = alt.X(
-        "x:Q",
-        title="Likelihood",
-        scale=alt.Scale(domain=domain, nice=False, zero=False),
-        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
-    )
-    y = alt.Y(
-        "y:Q",
-        title="Impact (level)",
-        scale=alt.Scale(domain=domain, nice=False, zero=False),
-        axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
-    )
-    background = (
-        alt.Chart(_data(grid))
-        .mark_rect(stroke="#FFFFFF", strokeWidth=2)
-        .encode(x=x, x2="x2:Q", y=y, y2="y2:Q", fill=alt.Fill("fill:N", scale=None))
-    )
-    statuses = list(OWNER_COLOURS)
-    marks = (
-        alt.Chart(_data(points))
-        .mark_point(filled=True, size=60, opacity=1)
-        .encode(
-            x=x,
-            y=y,
-            color=alt.Color(
-                "owner_status:N",
-                title="owner",
-                scale=alt.Scale(domain=statuses, range=list(OWNER_COLOURS.values())),
-            ),
-            shape=alt.Shape(
-                "owner_status:N",
-                title="owner",
-                scale=alt.Scale(domain=statuses, range=list(OWNER_SHAPES.values())),
-            ),
-            tooltip=[
-                alt.Tooltip("description:N", title="risk"),
-                alt.Tooltip("likelihood:N"),
-                alt.Tooltip("level:N", title="impact"),
-                alt.Tooltip("owner:N"),
-            ],
-        )
-    )
-    labels = (
-        alt.Chart(_data(points))
-        .mark_text(align="left", baseline="middle", dx=7, fontSize=10, limit=RISK_LABEL_LIMIT_PX)
-        .encode(x=x, y=y, text="description:N")
-    )
-    chart = alt.layer(background, marks, labels).properties(
-        width=WIDTH, height=HEIGHT + 80, title=_title(title)
     )
     return _finish(chart)
 

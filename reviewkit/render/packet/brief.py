@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.bundle.run import device_name
 from reviewkit.review.checks import FAIL, MISSING, PASS
 from reviewkit.review.gate import Report
 
@@ -21,6 +22,33 @@ def _why_not_blocking(finding) -> str:
     if item.severity != "blocking":
         return "does not block: only blocking items fail the gate"
     return "does not block: a blocking item fails the gate only when it fails or lacks evidence"
+
+
+def device_label(doc: dict) -> str:
+    """A run's device as the brief names it: its fingerprint's label, else torch's name."""
+    fingerprint = (doc.get("environment") or {}).get("fingerprint") or {}
+    return fingerprint.get("label") or device_name(doc)
+
+
+def devices_note(report: Report) -> str:
+    """One sentence when a candidate ran on another device than the baseline, which changes
+    what every ratio and MFU in the packet means; empty when all ran on one device."""
+    others = [
+        (i, doc) for i, (_, doc) in enumerate(report.review_candidates)
+        if "different devices" in report.comparisons[i].denominator
+    ]  # fmt: skip
+    if not others:
+        return ""
+    named = "; ".join(
+        f"candidate{f' {i + 1}' if len(report.review_candidates) > 1 else ''} on "
+        f"{device_label(doc)}"
+        for i, doc in others
+    )
+    return (
+        f"Runs from different devices: the baseline on {device_label(report.baseline)}; "
+        f"{named}. Each ratio compares the devices as well as the mapping, and each run's MFU "
+        "and memory-stall fraction are against its own device's ceilings."
+    )
 
 
 def build_brief(report: Report, model: dict) -> dict:
@@ -62,6 +90,7 @@ def build_brief(report: Report, model: dict) -> dict:
     return {
         "decision": model["decision"],
         "gate": {"verdict": report.verdict, "note": gate_note},
+        "devices": devices_note(report),
         "headline": model["headline"],
         "senior": {
             "answer": senior.answer if senior else "",

@@ -94,15 +94,17 @@ def _communication(label: str, doc: dict) -> dict:
 
 
 def _headline(report: Report) -> dict:
-    """The one primary metric trend: the end-to-end model's latency if measured, else the
-    layer type with the largest time share."""
+    """The one primary metric trend: the workload the primary-metric answer names (its
+    evidence's #fragment, else the first compared workload its text names), else the
+    end-to-end model's latency if measured, else the layer type with the largest time share."""
     comp = report.comparisons[0]
     cand = report.review.candidates[0]
-    models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
     answer = report.review.answers.get("primary-metric")
     out = {"answer": answer.answer if answer else "", "candidate_run": report.review.relative(cand)}
-    if models:
-        w = models[0]
+    named = _named_workloads(answer, [w for w in comp.workloads if w.median_ratio])
+    models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
+    if named or models:
+        w = (named or models)[0]
         out.update(
             kind="workload",
             label=f"median latency of {w.key}",
@@ -122,6 +124,23 @@ def _headline(report: Report) -> dict:
             p99_ratio=None,
         )
     return out
+
+
+def _named_workloads(answer, compared: list) -> list:
+    """The compared workloads a review answer points at: its evidence's #fragment first, then
+    any whose id its text contains (longest id first, so b1s256 is not found inside b1s2560)."""
+    if answer is None:
+        return []
+    ids = [{w.key, w.candidate_id, w.baseline_id} - {None} for w in compared]
+    fragment = (answer.evidence or "").partition("#")[2]
+    pairs = zip(compared, ids, strict=True)
+    by_fragment = [w for w, names in pairs if fragment and fragment in names]
+    if by_fragment:
+        return by_fragment
+    text = answer.answer or ""
+    mentioned = [(max(len(n) for n in names if n in text), i) for i, names in enumerate(ids)
+                 if any(n in text for n in names)]  # fmt: skip
+    return [compared[i] for _, i in sorted(mentioned, key=lambda m: (-m[0], m[1]))]
 
 
 def _slices(report: Report) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reviewkit.render.packet.labels import ms, run_label, slice_name
 from reviewkit.review.gate import Report
+from reviewkit.suite.workloads import DTYPES
 
 
 def shape_input(report: Report, workload_rows: list[dict]) -> list[dict]:
@@ -52,9 +53,14 @@ def shape_input(report: Report, workload_rows: list[dict]) -> list[dict]:
 
 def _family(key: str) -> str:
     """A workload's kernel and source without its shape: `gemm.bert-base-ffn-up.b1s128` ->
-    `gemm · bert-base-ffn-up`, so the shapes of one operator share a panel."""
+    `gemm · bert-base-ffn-up`, so the shapes of one operator share a panel. A key that ends in
+    a dtype keeps it (`... · fp32`): runs compared id by id over several dtypes would otherwise
+    draw three cells, and their labels, on top of each other."""
     parts = key.split(".")
-    return " · ".join(parts[:2]) if len(parts) >= 3 else key
+    if len(parts) < 3:
+        return key
+    dtype = [parts[-1]] if len(parts) >= 4 and parts[-1] in DTYPES else []
+    return " · ".join(parts[:2] + dtype)
 
 
 def shape_charts(report: Report, workload_rows: list[dict], charts) -> dict:
