@@ -70,3 +70,27 @@ def test_shape_panels_keep_a_dtype_apart():
     assert _family("gemm.bert-base-ffn-up.b1s128.bf16") == "gemm · bert-base-ffn-up · bf16"
     # a key paired across dtypes has none, and one panel per operator as before
     assert _family("gemm.toy-ffn-up.b1s128") == "gemm · toy-ffn-up"
+
+
+def test_a_forest_taller_than_a_page_is_split_into_parts_that_share_an_axis():
+    from reviewkit.render import charts
+    from reviewkit.render.packet import figures
+
+    # 96 workloads, all compared (the CPU-to-H200 review): one chart ran off its A4 page
+    rows = [{"workload": f"w{i:02d}", "ratio": 0.001 * 1.07**i, "low": 0.0009 * 1.07**i,
+             "high": 0.0011 * 1.07**i, "verdict": "faster"} for i in range(96)]  # fmt: skip
+    parts = figures._split_forest(rows, {"margin": 0.05}, charts)
+    assert list(parts) == ["forest_workloads", "forest_workloads_2"]
+    domains, shown = [], []
+    for n, spec in enumerate(parts.values()):
+        layer = next(x for x in spec["layer"] if x["encoding"]["x"].get("scale"))
+        domains.append(layer["encoding"]["x"]["scale"]["domain"])
+        names = {r["workload"] for d in spec["datasets"].values() for r in d if "workload" in r}
+        shown.append(names)
+        first, last = (1, 48) if n == 0 else (49, 96)
+        assert f"(workloads {first}-{last} of 96, fastest first)" in spec["title"]["text"]
+    assert domains[0] == domains[1]
+    # ratio order: the first part holds the 48 fastest (smallest ratios), the second the rest
+    assert shown[0] == {f"w{i:02d}" for i in range(48)}
+    assert shown[1] == {f"w{i:02d}" for i in range(48, 96)}
+    assert list(figures._split_forest(rows[:48], {}, charts)) == ["forest_workloads"]

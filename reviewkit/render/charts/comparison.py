@@ -56,13 +56,19 @@ def forest(
     margin: float | None = None,
     noise_floor: float | None = None,
     run_to_run_sd: float | None = None,
+    part: tuple[int, int, int] | None = None,
+    axis_ends: tuple[float, float] | None = None,
 ) -> dict:
     """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types.
 
     With `margin`, the band 1 -/+ margin is shaded: an interval inside it is `equivalent`, one
     wholly beyond it `faster` or `slower`, any other `inconclusive`. `run_to_run_sd` (separate
-    runs) is named in the note: it is part of every interval drawn."""
+    runs) is named in the note: it is part of every interval drawn. One part of a forest split
+    over several charts gives `part` (first row, last row, all rows) for its title and
+    `axis_ends` (the smallest and largest value of every part) so that all parts share an axis."""
     title = f"Median latency ratio per {item}, candidate / baseline"
+    if part:
+        title += f" ({item}s {part[0]}-{part[1]} of {part[2]}, fastest first)"
     points, dropped = [], 0
     for r in rows:
         ratio = r.get("ratio")
@@ -105,6 +111,8 @@ def forest(
     )
     if band:
         ends += [1 - margin, 1 + margin]
+    if axis_ends:
+        ends += list(axis_ends)
     x_domain = (min(ends) / FOREST_PAD, max(ends) * FOREST_PAD)
     x_scale = alt.Scale(type="log", domain=list(x_domain), nice=False)
     x_title = "Ratio of medians, candidate / baseline (log scale; below 1 is faster)"

@@ -193,8 +193,30 @@ def _comparison_charts(report: Report, charts) -> dict:
     }
     return {
         "forest_layers": charts.forest(forest_layers, item="layer type", **band),
-        "forest_workloads": charts.forest(forest_workloads, **band),
+        **_split_forest(forest_workloads, band, charts),
     }
+
+
+# Rows of one per-workload forest: a chart of 96 (a CPU-to-H200 review, every workload
+# compared) is taller than an A4 page, which cut off its last 40 rows and its axis.
+FOREST_ROWS_PER_CHART = 48
+
+
+def _split_forest(rows: list[dict], band: dict, charts) -> dict:
+    """The per-workload forest as `forest_workloads`, and over FOREST_ROWS_PER_CHART rows as
+    parts (`forest_workloads_2`, ...) in ratio order that share one axis."""
+    if len(rows) <= FOREST_ROWS_PER_CHART:
+        return {"forest_workloads": charts.forest(rows, **band)}
+    ordered = sorted(rows, key=lambda r: (r["ratio"], r["workload"]))
+    values = [v for r in rows for v in (r["ratio"], r["low"], r["high"]) if v and v > 0]
+    ends = (min(values), max(values))
+    out = {}
+    for start in range(0, len(ordered), FOREST_ROWS_PER_CHART):
+        chunk = ordered[start : start + FOREST_ROWS_PER_CHART]
+        part = (start + 1, start + len(chunk), len(ordered))
+        name = "forest_workloads" + (f"_{start // FOREST_ROWS_PER_CHART + 1}" if start else "")
+        out[name] = charts.forest(chunk, **band, part=part, axis_ends=ends)
+    return out
 
 
 def _risk_charts(report: Report, charts) -> dict:
