@@ -21,13 +21,11 @@ from reviewkit.analysis.pairing import (
 )
 from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
-    CALL_PAIRED,
     EQUIVALENT,
     FASTER,
     INCONCLUSIVE,
     PERCENTILE,
     SLOWER,
-    T_INTERVAL,
     benjamini_hochberg,
     call_paired_interval,
     call_paired_log_ratios,
@@ -352,6 +350,16 @@ def _on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, float 
     return r.mfu, r.memory_stall_fraction, r.bottleneck
 
 
+def _one_round_note(methods: list[str]) -> str:
+    """How many workloads fell back to the percentile bootstrap (a side measured in one round):
+    said as a count, since "one round" alone read as if the whole comparison had one."""
+    n = methods.count(PERCENTILE)
+    if not n:
+        return ""
+    which = "every workload" if n == len(methods) else f"{n} of {len(methods)} workloads"
+    return f"; {which}: {PERCENTILE}"
+
+
 def _denominator(base_doc: dict, cand_doc: dict, same_device: bool) -> str:
     if not same_device:
         return "each run's own ceilings (different devices)"
@@ -391,7 +399,7 @@ def compare(
                 "the move itself needs explaining (clocks, neighbours, calibration)"
             )
     rows: list[WorkloadComparison] = []
-    methods: set[str] = set()
+    methods: list[str] = []
     p_values: list[tuple[int, float]] = []
     layer_draws: dict[str, list[tuple[np.ndarray, np.ndarray, float, float]]] = {}
     half_widths = []
@@ -437,7 +445,7 @@ def compare(
         half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2)
         p99_draws = draws[0.99][1] / draws[0.99][0]
         p_values.append((len(rows), p_beyond(ratio[0.99], intervals[0.99], p99_draws, margin)))
-        methods.add(intervals[0.5].method)
+        methods.append(intervals[0.5].method)
         bs, cs = b["stats"], c["stats"]
         if same_device:
             mfu_c, stall_c, bottleneck_c = _on_baseline_ceilings(c, base_doc)
@@ -490,7 +498,7 @@ def compare(
         layer_types=tuple(layers),
         margins=margins,
         design=(CALLS_PAIRED if by_call else PAIRED if paired else INDEPENDENT)
-        + ("" if methods <= {T_INTERVAL, CALL_PAIRED} else f"; {PERCENTILE}"),
+        + _one_round_note(methods),
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=_denominator(base_doc, cand_doc, same_device),

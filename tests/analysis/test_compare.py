@@ -147,3 +147,17 @@ def test_cli_says_what_settles_an_inconclusive_verdict_for_each_design(tmp_path,
     out = run_compare(*paired)
     assert "run-to-run" not in out
     assert "Verdicts: 5 equivalent" in out  # 2% noise and 200 samples: within the margin
+
+
+def test_the_design_counts_the_workloads_measured_in_one_round():
+    # the CPU-to-H200 review read "percentile bootstrap ... (one round ...)" as if the whole
+    # comparison had one round, when one workload of 96 had
+    rounds = {"gemm.a": _normal(1.0, n=40, seed=1), "gemm.b": _normal(2.0, n=40, seed=2)}
+    base, cand = _doc(rounds), _doc(rounds)
+    for doc in (base, cand):
+        doc["workloads"][0]["round_sizes"] = [10, 10, 10, 10]  # gemm.a: four rounds
+    design = compare(base, cand).design
+    assert design.endswith("; 1 of 2 workloads: percentile bootstrap of the samples (one round: "
+                           "the drift between rounds not in it)")  # fmt: skip
+    both_single = compare(_doc(rounds), _doc(rounds)).design
+    assert "; every workload: percentile bootstrap" in both_single
