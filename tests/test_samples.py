@@ -125,3 +125,27 @@ def test_trace_sample_is_a_current_summary_and_says_where_it_came_from(path):
     assert {k: v for k, v in fresh.items() if k not in VOLATILE} == stored, (
         f"{path} is stale; re-run the command in its README.md"
     )
+
+
+def test_two_device_sample_review_checks_as_its_decision_says():
+    """CPU baseline, H200 candidate: decisively faster, but the gate fails on the knobs that
+    came with the device and the missing SLA, and the brief says the devices differ."""
+    from reviewkit.render.packet.brief import devices_note
+    from reviewkit.review.gate import run_check
+
+    review = Path(__file__).parents[1] / "samples" / "review-cpu-to-h200" / "review.toml"
+    report = run_check(review)
+    assert report.review.decision["status"] == "needs-evidence"
+    assert report.verdict == "fail"
+    assert {f.item.id for f in report.findings if f.blocks} == {"single-knob", "sla-kpi"}
+    assert "different devices" in report.comparisons[0].denominator
+    note = devices_note(report)
+    assert "AMD EPYC · Zen 4" in note and "NVIDIA H200 · sm_9.0 · 132 SMs" in note
+    (decoder,) = [w for w in report.comparisons[0].workloads
+                  if w.key == "model.gpt-2-small-decoder-2l.b1s256.bf16"]  # fmt: skip
+    assert decoder.verdict == "faster" and decoder.median_ratio_ci[1] < 0.1
+    assert [d["status"] for d in report.disproof] == ["holds"]
+    for folder in ("cpu-quick-epyc-2core", "gpu-quick-h200"):
+        copy = "baseline-cpu" if folder.startswith("cpu") else "candidate-h200"
+        original = review.parents[1] / folder / "run.json"
+        assert (review.parent / "runs" / copy / "run.json").read_bytes() == original.read_bytes()
