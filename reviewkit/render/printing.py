@@ -3,12 +3,15 @@ a worker process started early, so its imports and font set-up run beside the ca
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import pickle
+import queue
 import re
 import subprocess
 import sys
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -103,6 +106,14 @@ def _stand_ins(html_text: str, base: Path) -> tuple[str, dict[str, str], list[st
     return CHART_IMG.sub(replace, html_text), svgs, replaced
 
 
+def chart_pdfs(html_text: str, base: Path) -> None:
+    """Make (and cache) the vector PDF of every chart the printed HTML shows."""
+    from reviewkit.render.charts.convert import svg_to_pdf
+
+    for name in dict.fromkeys(CHART_IMG.findall(html_text)):
+        svg_to_pdf((base / "assets" / "charts" / f"{name}.svg").read_text(encoding="utf-8"))
+
+
 def blank_svg(svg: str) -> str | None:
     """An empty SVG with `svg`'s width, height and viewBox, or None when it has no numeric
     width and height to copy."""
@@ -158,18 +169,51 @@ def overlay_charts(pdf: bytes, places: list, svgs: dict[str, str]) -> bytes:
 class PdfWorker:
     """A process that imports WeasyPrint, pikepdf and the chart cache and lays out a small page
     while the caller checks the review and builds the packet (the machine has a second core),
-    then renders the one PDF it is sent. If it dies, the PDF is rendered in this process."""
+    converts charts the caller hands it, then renders the one PDF it is sent. If it dies, the
+    PDF is rendered in this process.
+
+    Messages go through a writer thread: a chart message is megabytes of specs, more than a
+    pipe holds, and the worker reads nothing until its warm-up is done; written from the
+    caller's own thread they would stall it for that long."""
 
     def __init__(self) -> None:
         code = "from reviewkit.render.printing import serve; serve()"
         self._process = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
+        self._outbox: queue.Queue[bytes | None] = queue.Queue()
+        self._writer = threading.Thread(target=self._write, daemon=True)
+        self._writer.start()
+
+    def _write(self) -> None:
+        stdin = self._process.stdin
+        while (message := self._outbox.get()) is not None:
+            try:
+                stdin.write(message)
+                stdin.flush()
+            except OSError:  # the worker died: render() falls back to this process
+                return
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def prepare_charts(self, specs: list[dict]) -> None:
+        """Hand the worker the packet's chart specs before converting them here. It converts
+        them from the last one back, each it finds uncached, while this process converts from
+        the first one on: the disk cache is where the two meet (vl-convert runs one chart at a
+        time per process, so a second process is what shares a cold packet's charts)."""
+        self._outbox.put(pickle.dumps(("charts", specs), protocol=pickle.HIGHEST_PROTOCOL))
 
     def render(self, html_text: str, base: Path, attachments: list[tuple[str, str, str]]) -> bytes:
-        request = pickle.dumps((html_text, str(base), attachments))
+        request = ("render", html_text, str(base), attachments)
+        self._outbox.put(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        self._outbox.put(None)
+        # The worker lays the page out before it needs the charts' PDFs: this process makes
+        # them meanwhile (cached; the worker makes any it finds missing itself).
+        with contextlib.suppress(Exception):
+            chart_pdfs(html_text, base)
         try:
-            reply, _ = self._process.communicate(request)
+            reply = self._process.stdout.read()
+            self._process.wait()
             kind, payload = pickle.loads(reply)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError):
             return render_pdf(html_text, base, attachments)
@@ -182,27 +226,37 @@ class PdfWorker:
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+        self._outbox.put(None)
 
 
 def serve() -> None:
-    """The worker's side: warm up, read one request from stdin, write one reply to stdout."""
+    """The worker's side: warm up, then read requests from stdin: any number of chart lists,
+    then one page to render, whose PDF is the one reply written to stdout."""
     import tempfile
 
     reply_to = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the reply goes to the parent's pipe
     import weasyprint  # noqa: F401  (imported now, while the parent works)
 
-    import reviewkit.render.charts.convert  # noqa: F401
+    from reviewkit.render.charts import convert
 
     with tempfile.TemporaryDirectory() as scratch:
         render_pdf("<p>warm-up: fonts and Pango</p>", Path(scratch), [])
-    try:
-        html_text, base, attachments = pickle.load(sys.stdin.buffer)
-    except EOFError:  # the command ended (or failed) before it had a page to send
+    while True:
+        try:
+            request = pickle.load(sys.stdin.buffer)
+        except EOFError:  # the command ended (or failed) before it had a page to send
+            return
+        if request[0] == "charts":
+            for spec in reversed(request[1]):
+                with contextlib.suppress(Exception):  # the caller converts it and reports
+                    convert.to_svg(spec)
+            continue
+        _, html_text, base, attachments = request
+        try:
+            reply = ("ok", render_pdf(html_text, Path(base), attachments))
+        except PdfError as exc:
+            reply = ("error", str(exc))
+        reply_to.write(pickle.dumps(reply))
+        reply_to.flush()
         return
-    try:
-        reply = ("ok", render_pdf(html_text, Path(base), attachments))
-    except PdfError as exc:
-        reply = ("error", str(exc))
-    reply_to.write(pickle.dumps(reply))
-    reply_to.flush()

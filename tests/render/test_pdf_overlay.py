@@ -151,3 +151,72 @@ def test_a_chart_shown_twice_is_laid_over_both_boxes(tmp_path):
     assert _stand_ins(_page(body), tmp_path)[2] == ["demo", "demo"]
     (first, second) = [box for _, box in _word_boxes(doc, "OVERLAYMARK")]
     assert second[1] < first[1] - 20 * MM_PT  # the second 25 mm lower on the page
+
+
+def _bar_spec(label: str, rows: int = 3) -> dict:
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "data": {"values": [{"k": f"{label}{i}", "v": i} for i in range(rows)]},
+        "mark": "bar", "encoding": {"x": {"field": "k", "type": "nominal"},
+                                    "y": {"field": "v", "type": "quantitative"}},
+    }  # fmt: skip
+
+
+def test_the_worker_converts_the_charts_it_is_handed_and_the_caller_makes_their_pdfs(
+    tmp_path, monkeypatch
+):
+    """A cold packet: the worker converts the specs it is handed (from the last one back) while
+    the caller converts from the first; while the worker lays the page out, the caller makes
+    the charts' PDFs. Both land in the one disk cache."""
+    from reviewkit.render.charts import convert
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the worker inherits it
+    specs = [_bar_spec("a"), _bar_spec("b")]
+    keys = [convert._spec_key(convert.printable(s)) for s in specs]
+    worker = PdfWorker()
+    try:
+        worker.prepare_charts(specs)
+        body = '<img src="assets/charts/demo.svg" alt="demo">'
+        (tmp_path / "assets" / "charts").mkdir(parents=True)
+        (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
+        doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    finally:
+        worker.close()
+    cache = convert._cache_dir()
+    # this process converted neither spec: the worker did, before it rendered the page
+    assert all((cache / "svg" / f"{k}.svg").exists() for k in keys)
+    assert len(_word_boxes(doc, "OVERLAYMARK")) == 1
+    pdfs = list((cache / "pdf").glob("*.pdf"))
+    assert len(pdfs) == 1 and pdfs[0].read_bytes() == convert.svg_to_pdf(CHART_SVG)
+
+
+def test_handing_a_busy_worker_megabytes_of_charts_does_not_stall_the_caller(tmp_path):
+    """A chart message is more than a pipe holds and the worker reads nothing until its
+    warm-up is done: the caller must not wait for it. A stopped worker reads nothing at all."""
+    import os
+    import signal
+    import threading
+
+    worker = PdfWorker()
+    os.kill(worker._process.pid, signal.SIGSTOP)
+    try:
+        specs = [_bar_spec("x", rows=40_000) for _ in range(4)]  # ~8 MB pickled
+        call = threading.Thread(target=worker.prepare_charts, args=(specs,), daemon=True)
+        call.start()
+        call.join(timeout=20)  # a write from the caller's thread would block until SIGCONT
+        assert not call.is_alive(), "prepare_charts waited for a worker that cannot read"
+    finally:
+        os.kill(worker._process.pid, signal.SIGCONT)
+        worker.close()
+
+
+def test_a_dead_worker_handed_charts_still_falls_back(tmp_path):
+    (tmp_path / "assets" / "charts").mkdir(parents=True)
+    (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
+    worker = PdfWorker()
+    worker._process.kill()
+    worker._process.wait()
+    worker.prepare_charts([_bar_spec("dead")])
+    body = '<img src="assets/charts/demo.svg" alt="demo">'
+    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    assert len(_word_boxes(doc, "OVERLAYMARK")) == 1

@@ -70,6 +70,8 @@ def render_into(
     timings["model_s"] = time.perf_counter() - t
     t = time.perf_counter()
     say("converting charts to SVG")
+    if pdf and pdf_worker is not None:
+        pdf_worker.prepare_charts(list(model["charts"].values()))
     svgs = {name: charts.to_svg(spec) for name, spec in model["charts"].items()}
     timings["charts_s"] = time.perf_counter() - t
     t = time.perf_counter()
