@@ -38,6 +38,12 @@ def isolated_cache(tmp_path_factory):
 
     previous = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    # In this process every chart is built for real, so a test of a builder tests the builder
+    # and not a spec an earlier test left on disk (tests/render/test_charts.py tests the disk
+    # cache itself; commands run in subprocesses keep it).
+    from reviewkit.render.charts import base
+
+    base.SPEC_DISK_CACHE = False
     yield
     if previous is None:
         os.environ.pop("XDG_CACHE_HOME", None)
