@@ -4,7 +4,7 @@
 #   [STEPS=name,name] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
 # STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-run, gpu-aa-mfu,
-# dist-overhead, cpu-calibrate); all by default.
+# gpu-probes, dist-overhead, cpu-calibrate); all by default.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
 # keeps the whole script inside DEADLINE_S (default 480 s):
 #   GPU track, the first half of the cores: five separate calibrations of cuda (issue 15: reproducibility of the
@@ -59,6 +59,7 @@ gpu_track() {
     --out "$work/gpu-quick-h200"
   step gpu-aa-mfu "$gpu_cores" 120 "$py" benchmarks/calibration_reproducibility.py \
     --parts aa-mfu --device cuda
+  step gpu-probes "$gpu_cores" 60 "$py" benchmarks/gpu_probes.py --device cuda
 }
 
 cpu_track() {
@@ -72,7 +73,7 @@ cpu_track &
 wait
 tar -C "$work" -czf "$out/results.tgz" .
 cat "$out/steps.txt"
-for log in gpu-calibrate dist-overhead cpu-calibrate gpu-aa-mfu; do
+for log in gpu-calibrate dist-overhead cpu-calibrate gpu-aa-mfu gpu-probes; do
   echo "== $log"
   grep '^|' "$work/$log.log" 2>/dev/null || tail -5 "$work/$log.log" 2>/dev/null
 done
