@@ -201,3 +201,30 @@ def test_text_from_a_bundle_is_printed_as_it_is_never_as_markup(tmp_path):
     text = out.getvalue()
     for literal in ("[/][red]gemm[/red]", "[bold]boom[/] [/]", "profile [/]quick"):
         assert literal in text, literal
+
+
+def test_a_ceiling_raised_to_the_next_level_out_says_so():
+    """The H200's L2 copy read 1.1-2.0 TB/s, under HBM's 4.18, and was raised to it: the table
+    showed "4.18e+03 measured" beside those trials."""
+    from rich.console import Console
+
+    from reviewkit.cli.console import ceilings_table
+
+    ceilings = {
+        "memory": [
+            {"level": "l2", "capacity_bytes": 60 << 20, "peak": 4.18e12, "measured": 1.99e12,
+             "low": 1.13e12, "high": 1.99e12, "trials": [1.99e12] * 9},
+            {"level": "hbm", "capacity_bytes": None, "peak": 4.18e12, "measured": 4.18e12},
+        ],
+        "bandwidth": {"peak": 4.8e12, "source": "datasheet", "datasheet": 4.8e12},
+    }  # fmt: skip
+    console = Console(record=True, width=160)
+    console.print(ceilings_table(ceilings))
+    text = console.export_text()
+    l2_row = next(line for line in text.splitlines() if "memory l2" in line)
+    assert "raised to hbm's" in l2_row and "4.18e+03" in l2_row
+    ceilings["memory"][0].update(peak=1.99e12)  # measured as used: says measured
+    console = Console(record=True, width=160)
+    console.print(ceilings_table(ceilings))
+    l2_row = next(line for line in console.export_text().splitlines() if "memory l2" in line)
+    assert "measured" in l2_row and "raised" not in l2_row
