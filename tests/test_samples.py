@@ -139,6 +139,7 @@ def test_two_device_sample_review_checks_as_its_decision_says():
     assert report.verdict == "fail"
     assert {f.item.id for f in report.findings if f.blocks} == {"single-knob", "sla-kpi"}
     assert "different devices" in report.comparisons[0].denominator
+    assert report.comparisons[0].same_device is False
     note = devices_note(report)
     assert "AMD EPYC · Zen 4" in note and "NVIDIA H200 · sm_9.0 · 132 SMs" in note
     (decoder,) = [w for w in report.comparisons[0].workloads

@@ -166,6 +166,8 @@ class Comparison:
     p99_comparisons: int = 0  # how many p99 tests the false discovery rate is controlled over
     # Which ceilings MFU and the stall fractions of both runs are computed against.
     denominator: str = "each run's own ceilings"
+    # Whether both runs measured one device (fingerprints, else name and kind, agree).
+    same_device: bool = False
     # The run-to-run standard deviation added to each side's intervals: the rubric's for two
     # separate runs, None for the two sides of one interleaved A/B (pairing cancels it).
     run_to_run_sd: float | None = None
@@ -234,6 +236,7 @@ class Comparison:
             "noise_floor": self.noise_floor,
             "p99_comparisons": self.p99_comparisons,
             "denominator": self.denominator,
+            "same_device": self.same_device,
             "run_to_run_sd": self.run_to_run_sd,
             "basis": self.basis(),
         }
@@ -502,6 +505,7 @@ def compare(
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=_denominator(base_doc, cand_doc, same_device),
+        same_device=same_device,
         run_to_run_sd=None if paired else margins.run_to_run_sd,
     )
 

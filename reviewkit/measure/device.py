@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from reviewkit.common.errors import DeviceUnavailableError, UsageError
-from reviewkit.measure import environment, fingerprint
+from reviewkit.measure import environment, fingerprint, sensors
 from reviewkit.measure.timing import timed_call
 
 DEVICE_KINDS = ("cpu", "cuda", "mps", "xpu")
@@ -108,7 +108,7 @@ def nvidia_smi_query(fields: tuple[str, ...], gpu: str | None = None) -> dict[st
     A field the driver cannot report comes back as its "[N/A]"-style text; callers parse."""
     command = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
     if gpu:
-        command.append(f"--id={gpu if gpu.startswith(('GPU-', 'MIG-')) else 'GPU-' + gpu}")
+        command.append(f"--id={sensors.nvidia_uuid(gpu)}")
     try:
         out = subprocess.run(command, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):

@@ -30,7 +30,6 @@ from reviewkit.measure.device import (
     device_name,
     device_timed,
     first_line,
-    nvidia_driver,
     resolve_device,
     torch_build,
 )
@@ -71,15 +70,16 @@ SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.
 
 def _device_facts(device: torch.device) -> dict:
     facts = {"device_type": device.type, "device_name": device_name(device)}
+    fp = device_fingerprint(device)
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         facts.update(
             device_memory_bytes=props.total_memory,
             device_multiprocessors=props.multi_processor_count,
             device_capability=f"{props.major}.{props.minor}",
-            driver=nvidia_driver(),
+            # the fingerprint has asked nvidia-smi already
+            driver=(fp or {}).get("facts", {}).get("driver"),
         )
-    fp = device_fingerprint(device)
     if fp is not None:
         facts["fingerprint"] = fp
     return facts

@@ -233,6 +233,11 @@ def open_nvml(purpose: str) -> tuple[Any, Availability]:
     return pynvml, Availability(True)
 
 
+def nvidia_uuid(uuid: str) -> str:
+    """A GPU UUID as NVML and nvidia-smi spell it: torch's `props.uuid` lacks the "GPU-"."""
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
 def nvml_handle(
     nvml: Any, device_index: int, gpu_uuid: str | None = None, pci_bus_id: str | None = None
 ) -> tuple[Any, str]:
@@ -241,7 +246,7 @@ def nvml_handle(
     else by index. The one lookup for the energy meter and the soak's sensors."""
     note = ""
     if gpu_uuid:
-        uuid = gpu_uuid if gpu_uuid.startswith(("GPU-", "MIG-")) else f"GPU-{gpu_uuid}"
+        uuid = nvidia_uuid(gpu_uuid)
         try:
             try:
                 handle = nvml.nvmlDeviceGetHandleByUUID(uuid)

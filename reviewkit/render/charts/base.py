@@ -192,13 +192,17 @@ def _memo(fn):
 
 @functools.cache
 def _builders_hash() -> str:
-    """The chart builders' own source and altair's version: a cached spec is served only to
-    the code that built it."""
+    """reviewkit's source and altair's version: a cached spec is served only to the code that
+    built it. The whole package, since builders format with common/ and evidence/ helpers
+    too (about a megabyte, read once per process)."""
     from pathlib import Path
 
+    import reviewkit
+
     digest = hashlib.sha256(alt.__version__.encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    root = Path(reviewkit.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

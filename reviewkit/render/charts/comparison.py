@@ -22,7 +22,6 @@ from reviewkit.render.charts.base import (
     _fmt,
     _memo,
     _no_data,
-    _notes,
     _plural,
     _positive,
     _title,
@@ -314,7 +313,7 @@ def platform_matrix(
             }
         )  # fmt: skip
     if not data:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     top = max([1e-3] + [d["mfu"] for d in data if d["mfu"] is not None])
     for d in data:  # white text on the deepest blues, dark text elsewhere, as the shape heatmap
         d["ink"] = "#FFFFFF" if d["mfu"] is not None and d["mfu"] > 0.6 * top else "#1D2330"
@@ -364,7 +363,7 @@ def platform_matrix(
     chart = alt.layer(rect, *lines).properties(
         width=alt.Step(column_px),
         height=alt.Step(PLATFORM_ROW_PX),
-        title=_title(title, _notes(lead + notes)),
+        title=_title(title, lead + notes),
     )
     return _finish(chart)
 
@@ -417,7 +416,7 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     if dropped:
         notes.append(f"{_plural(dropped, 'workload')} without a sequence length and batch")
     if not cells:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     by_ratio = any(c["ratio"] is not None for c in cells)
     if by_ratio:
         spread = max([HEAT_MIN_SPREAD] + [max(c["ratio"], 1 / c["ratio"]) for c in cells
@@ -495,6 +494,6 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
             columns=HEAT_COLUMNS,
             spacing=14,
         )
-        .properties(title=_title(title, _notes([lead, "text: candidate MFU and p99", *notes])))
+        .properties(title=_title(title, [lead, "text: candidate MFU and p99", *notes]))
     )
     return _finish(chart)

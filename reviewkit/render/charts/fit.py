@@ -14,7 +14,6 @@ from reviewkit.render.charts.base import (
     _finite,
     _memo,
     _no_data,
-    _notes,
     _plural,
     _title,
 )
@@ -140,7 +139,7 @@ def fit_matrix(
     if dropped:
         notes.append(f"{_plural(dropped, 'row')} without a share not shown")
     if not cells:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     layer_share: dict[str, float] = {}
     for c in cells:
         layer_share[c["layer_type"]] = layer_share.get(c["layer_type"], 0.0) + c["share"]
@@ -214,6 +213,6 @@ def fit_matrix(
     chart = alt.layer(*layers_drawn).properties(
         width=alt.Step(column_px),
         height=alt.Step(FIT_ROW_PX),
-        title=_title(title, _notes(lead + notes)),
+        title=_title(title, lead + notes),
     )
     return _finish(chart)

@@ -26,7 +26,6 @@ from reviewkit.render.charts.base import (
     _fmt,
     _memo,
     _no_data,
-    _notes,
     _plural,
     _positive,
     _title,
@@ -189,7 +188,7 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     return alt.layer(*layers).properties(
         width=WIDTH,
         height=SWEEP_PANEL_HEIGHT,
-        title=_title(str(p["workload"]), _notes(p.get("notes") or [])),
+        title=_title(str(p["workload"]), p.get("notes") or []),
     )
 
 
@@ -212,11 +211,11 @@ def latency_throughput(panels: list[dict], notes: list[str] | None = None) -> di
                      "packet.json and the sweep file")  # fmt: skip
         usable = usable[:MAX_SWEEP_PANELS]
     if not usable:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     chart = (
         alt.vconcat(*[_sweep_panel(p) for p in usable], spacing=28)
         .resolve_scale(x="independent", y="independent")
-        .properties(title=_title(title, _notes(notes)))
+        .properties(title=_title(title, notes))
     )
     return _finish(chart)
 
@@ -321,7 +320,7 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
         alt.layer(*layers).properties(
             width=WIDTH,
             height=STABILITY_PANEL_HEIGHT,
-            title=_title(f"Throughput over the soak of {s.get('workload')}", _notes(lines)),
+            title=_title(f"Throughput over the soak of {s.get('workload')}", lines),
         )
     ]
     if s.get("clocks"):
@@ -347,12 +346,12 @@ def stability(soaks: list[dict], notes: list[str] | None = None) -> dict:
     if len(usable) < len(soaks):
         notes.append(f"{_plural(len(soaks) - len(usable), 'soak')} with no measured sub-window")
     if not usable:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     panels = [p for s in usable for p in _soak_panels(s)]
     chart = (
         alt.vconcat(*panels, spacing=22)
         .resolve_scale(color="independent", x="independent", y="independent")
-        .properties(title=_title(title, _notes(notes)))
+        .properties(title=_title(title, notes))
     )
     return _finish(chart)
 
@@ -380,7 +379,7 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
         if _positive(r.get("flops_per_joule")) and _positive(r.get("avg_watts"))
     ]
     if not data:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     runs = _unique(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"])))
@@ -418,7 +417,7 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
         panel("gflops_per_joule", "Work per joule (GFLOP/J)", "Work per joule: higher is better"),
         panel("avg_watts", "Average power (W)", "Average power over the windows"),
         spacing=20,
-    ).properties(title=_title(title, _notes(notes)))
+    ).properties(title=_title(title, notes))
     return _finish(chart)
 
 
@@ -463,7 +462,7 @@ def quality_drift(
         notes.append(f"{_plural(dropped, 'row')} with a zero or missing relative error not shown "
                      "(log axis)")  # fmt: skip
     if not points:
-        return _no_data(title, _notes(notes))
+        return _no_data(title, notes)
     worst: dict[str, float] = {}
     for p in points:
         score = p["rel_error"] / p["tolerance"] if p["tolerance"] else 0.0
@@ -540,6 +539,6 @@ def quality_drift(
     chart = alt.layer(*([rule_layer, labels] if rules else []), dots).properties(
         width=WIDTH,
         height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 4)),
-        title=_title(title, _notes(notes)),
+        title=_title(title, notes),
     )
     return _finish(chart)

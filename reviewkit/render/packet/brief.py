@@ -35,7 +35,7 @@ def devices_note(report: Report) -> str:
     what every ratio and MFU in the packet means; empty when all ran on one device."""
     others = [
         (i, doc) for i, (_, doc) in enumerate(report.review_candidates)
-        if "different devices" in report.comparisons[i].denominator
+        if not report.comparisons[i].same_device
     ]  # fmt: skip
     if not others:
         return ""
