@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import pickle
 import queue
 import re
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 from reviewkit.common.errors import ReviewkitError
@@ -203,7 +205,14 @@ class PdfWorker:
         time per process, so a second process is what shares a cold packet's charts)."""
         self._outbox.put(pickle.dumps(("charts", specs), protocol=pickle.HIGHEST_PROTOCOL))
 
-    def render(self, html_text: str, base: Path, attachments: list[tuple[str, str, str]]) -> bytes:
+    def render(
+        self,
+        html_text: str,
+        base: Path,
+        attachments: list[tuple[str, str, str]],
+        meanwhile: Callable[[], None] | None = None,
+    ) -> bytes:
+        """The PDF, printed by the worker while this process runs `meanwhile` (if given)."""
         request = ("render", html_text, str(base), attachments)
         self._outbox.put(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
         self._outbox.put(None)
@@ -211,10 +220,13 @@ class PdfWorker:
         # them meanwhile (cached; the worker makes any it finds missing itself).
         with contextlib.suppress(Exception):
             chart_pdfs(html_text, base)
+        if meanwhile is not None:
+            meanwhile()
         try:
-            reply = self._process.stdout.read()
+            # One pickle, read as soon as it is written: the worker leaves without tearing
+            # down its imports, which took ~0.4 s of waiting for the end of its output.
+            kind, payload = pickle.load(self._process.stdout)
             self._process.wait()
-            kind, payload = pickle.loads(reply)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError):
             return render_pdf(html_text, base, attachments)
         if kind == "error":
@@ -259,4 +271,5 @@ def serve() -> None:
             reply = ("error", str(exc))
         reply_to.write(pickle.dumps(reply))
         reply_to.flush()
-        return
+        sys.stderr.flush()
+        os._exit(0)  # the reply is all the caller waits for; tearing down WeasyPrint is not

@@ -329,6 +329,33 @@ def test_failed_render_keeps_the_previous_packet(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "review"]
 
 
+def test_the_vega_bundle_is_written_while_the_worker_prints(tmp_path):
+    """A cold cache builds the Vega bundle (~1.4 s): it is this process's work while the
+    worker prints the PDF, not a wait before the packet model is built."""
+    from reviewkit.render.packet.html import VEGA_BUNDLE
+    from reviewkit.render.printing import PdfWorker
+
+    seen = {}
+
+    class Spy(PdfWorker):
+        def render(self, html_text, base, attachments, meanwhile=None):
+            seen["bundle before"] = (base / "assets" / VEGA_BUNDLE).exists()
+            pdf = super().render(html_text, base, attachments, meanwhile)
+            seen["bundle after"] = (base / "assets" / VEGA_BUNDLE).exists()
+            return pdf
+
+    review = write_review(tmp_path / "review", complete_review())
+    worker = Spy()
+    try:
+        result = write_packet(review, tmp_path / "out", pdf_worker=worker)
+    finally:
+        worker.close()
+    assert seen == {"bundle before": False, "bundle after": True}
+    bundle = (result.out_dir / "assets" / VEGA_BUNDLE).read_text(encoding="utf-8")
+    assert bundle == charts.javascript_bundle() and "vegaEmbed" in bundle
+    assert result.pdf.read_bytes().startswith(b"%PDF-")
+
+
 def test_weasyprint_warnings_fail_the_render(tmp_path):
     from reviewkit.render.packet.pdf import write_pdf
     from reviewkit.review.gate import run_check

@@ -108,6 +108,23 @@ def test_the_worker_renders_what_this_process_renders(tmp_path):
     assert _word_boxes(there, "OVERLAYMARK") == _word_boxes(here, "OVERLAYMARK")
 
 
+def test_the_caller_works_while_the_worker_prints_and_the_worker_leaves_at_once(tmp_path):
+    """`meanwhile` runs once in this process after the page was sent (the worker still up),
+    and the worker, its reply written, exits 0 without tearing its imports down."""
+    body = '<img src="assets/charts/demo.svg" alt="demo">'
+    (tmp_path / "assets" / "charts").mkdir(parents=True)
+    (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
+    worker = PdfWorker()
+    calls = []
+    try:
+        pdf = worker.render(_page(body), tmp_path, [], lambda: calls.append("meanwhile"))
+    finally:
+        worker.close()
+    assert calls == ["meanwhile"]
+    assert len(_word_boxes(pdfium.PdfDocument(pdf), "OVERLAYMARK")) == 1
+    assert worker._process.returncode == 0
+
+
 def test_the_worker_reports_a_failure_as_this_process_would(tmp_path):
     (tmp_path / "assets" / "charts").mkdir(parents=True)
     worker = PdfWorker()

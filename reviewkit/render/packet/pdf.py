@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,10 +14,15 @@ if TYPE_CHECKING:
 
 
 def write_pdf(
-    html_text: str, base: Path, report: Report, target: Path, worker: PdfWorker | None = None
+    html_text: str,
+    base: Path,
+    report: Report,
+    target: Path,
+    worker: PdfWorker | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """The printed packet at `target`, with the review file and run bundles attached; in
-    `worker` when one was started for it."""
+    `worker` when one was started for it, while this process runs `meanwhile`."""
     r = report.review
     attachments = [(str(r.path), "review.toml", "the review file")]
     attachments += [
@@ -26,7 +32,12 @@ def write_pdf(
         + [(run_label(i, len(r.candidates)), p) for i, p in enumerate(r.candidates)]
     ]  # fmt: skip
     try:
-        pdf = (worker.render if worker else render_pdf)(html_text, base, attachments)
+        if worker is not None:
+            pdf = worker.render(html_text, base, attachments, meanwhile)
+        else:
+            if meanwhile is not None:
+                meanwhile()
+            pdf = render_pdf(html_text, base, attachments)
     except PdfError as exc:
         raise PacketError(str(exc)) from exc
     target.write_bytes(pdf)
