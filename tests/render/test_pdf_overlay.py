@@ -108,9 +108,9 @@ def test_the_worker_renders_what_this_process_renders(tmp_path):
     assert _word_boxes(there, "OVERLAYMARK") == _word_boxes(here, "OVERLAYMARK")
 
 
-def test_the_caller_works_while_the_worker_prints_and_the_worker_leaves_at_once(tmp_path):
-    """`meanwhile` runs once in this process after the page was sent (the worker still up),
-    and the worker, its reply written, exits 0 without tearing its imports down."""
+def test_the_caller_works_while_the_worker_prints_and_the_worker_exits_cleanly(tmp_path):
+    """`meanwhile` runs once in this process, after the page was sent; the worker, its reply
+    written, leaves with status 0 (it skips tearing its imports down, it does not crash)."""
     body = '<img src="assets/charts/demo.svg" alt="demo">'
     (tmp_path / "assets" / "charts").mkdir(parents=True)
     (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
