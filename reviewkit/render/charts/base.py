@@ -7,9 +7,13 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-import altair as alt
-
 from reviewkit.common.numbers import finite_number
+from reviewkit.render.charts.lazy import import_lazily
+
+# altair costs 0.2-0.3 s to import and is needed only to build a spec the disk cache lacks: a
+# warm packet and the PDF worker, which only converts, never touch it (docs/benchmarks.md).
+# The builders take `alt` from here: an `import altair` statement would load it.
+alt = import_lazily("altair")
 
 # vl-convert lays text out with its own font set and WeasyPrint with fontconfig's: DejaVu Sans
 # is on both sides, so the SVG in the PDF measures and draws with the same glyphs.
@@ -195,11 +199,13 @@ def _builders_hash() -> str:
     """reviewkit's source and altair's version: a cached spec is served only to the code that
     built it. The whole package, since builders format with common/ and evidence/ helpers
     too (about a megabyte, read once per process)."""
+    from importlib.metadata import version
     from pathlib import Path
 
     import reviewkit
 
-    digest = hashlib.sha256(alt.__version__.encode())
+    # altair's version from its metadata: reading alt.__version__ would import it (lazy).
+    digest = hashlib.sha256(version("altair").encode())
     root = Path(reviewkit.__file__).parent
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode() + path.read_bytes())

@@ -3,8 +3,6 @@ and the skew across ranks."""
 
 from __future__ import annotations
 
-import altair as alt
-
 from reviewkit.render.charts.base import (
     CATEGORY_SCHEME,
     CEILING_COLOUR,
@@ -20,6 +18,7 @@ from reviewkit.render.charts.base import (
     _positive,
     _title,
     _unique,
+    alt,
 )
 
 

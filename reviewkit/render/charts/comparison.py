@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
-
 from reviewkit.common.format import MISSING
 from reviewkit.render.charts.base import (
     BAR_PX,
@@ -26,6 +24,7 @@ from reviewkit.render.charts.base import (
     _positive,
     _title,
     _unique,
+    alt,
 )
 
 FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end

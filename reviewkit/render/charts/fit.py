@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import altair as alt
-
 from reviewkit.common.format import MISSING
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.render.charts.base import (
@@ -16,6 +14,7 @@ from reviewkit.render.charts.base import (
     _no_data,
     _plural,
     _title,
+    alt,
 )
 from reviewkit.render.charts.comparison import SLA_MISS_COLOUR, SLA_MISS_STROKE_PX
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
-
 from reviewkit.common.format import change as fmt_change
 from reviewkit.common.format import change_ci
 from reviewkit.render.charts.base import (
@@ -30,6 +28,7 @@ from reviewkit.render.charts.base import (
     _positive,
     _title,
     _unique,
+    alt,
 )
 from reviewkit.render.charts.runs import _grouped_height
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 
-import altair as alt
-
 from reviewkit.render.charts.base import (
     HEIGHT,
     WIDTH,
@@ -15,6 +13,7 @@ from reviewkit.render.charts.base import (
     _memo,
     _no_data,
     _title,
+    alt,
 )
 
 RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"

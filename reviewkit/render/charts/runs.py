@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
-
 from reviewkit.render.charts.base import (
     BAR_PX,
     CATEGORY_SCHEME,
@@ -31,6 +29,7 @@ from reviewkit.render.charts.base import (
     _positive,
     _title,
     _unique,
+    alt,
 )
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import altair as alt
-
 from reviewkit.render.charts.base import (
     WIDTH,
     _data,
@@ -13,6 +11,7 @@ from reviewkit.render.charts.base import (
     _no_data,
     _title,
     _unique,
+    alt,
 )
 
 
