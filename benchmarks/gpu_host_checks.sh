@@ -3,14 +3,16 @@
 #
 #   [STEPS=name,name] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
-# STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-run, gpu-aa-mfu,
-# gpu-probes, dist-overhead, cpu-calibrate); all by default.
+# STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-run,
+# gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
 # keeps the whole script inside DEADLINE_S (default 480 s):
 #   GPU track, the first half of the cores: five separate calibrations of cuda (issue 15: reproducibility of the
 #     ceilings, datasheet beside measured), a quick `reviewkit run --device cuda` (a recorded
-#     GPU bundle: the second device of issue 17's review), the gemm MFU A/A on cuda, and a
-#     one-rank NCCL run (the NCCL code path of issue 16).
+#     GPU bundle: the second device of issue 17's review, and with issue 28 each workload's
+#     exposed overhead by eager against CUDA-graph replay), the CUDA tests of the graph capture
+#     and the kernel-busy fallback (tests/measure/test_gpu_overhead.py, skipped without a GPU),
+#     the gemm MFU A/A on cuda, and a one-rank NCCL run (the NCCL code path of issue 16).
 #   CPU track, the second half: the harness against a bare torch.distributed loop with a core per
 #     rank (issue 16's 0.95-1.05 target, undecidable on a 2-core VM), then five calibrations of
 #     the host CPU (issue 15's 5% target on a machine with cores to spare).
@@ -55,6 +57,7 @@ gpu_track() {
     --parts calibrate --device cuda --n 5
   step nccl-1rank "$gpu_cores" 60 "$py" -m reviewkit run --distributed --nproc 1 --device cuda \
     --profile smoke --out "$work/gpu-smoke-nccl-1rank"
+  step gpu-graphs "$gpu_cores" 60 "$py" -m pytest -q -p no:randomly tests/measure/test_gpu_overhead.py
   step gpu-run "$gpu_cores" 200 "$py" -m reviewkit run --device cuda --profile quick \
     --out "$work/gpu-quick-h200"
   step gpu-aa-mfu "$gpu_cores" 120 "$py" benchmarks/calibration_reproducibility.py \

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from reviewkit.analysis import mechanism
 from reviewkit.analysis.distributed import scaling_notes
 from reviewkit.analysis.pairing import (
     CALLS_PAIRED,
@@ -19,7 +20,6 @@ from reviewkit.analysis.pairing import (
     paired_design,
     ratio_draws,
 )
-from reviewkit.analysis.roofline import memory_level, roofline
 from reviewkit.analysis.stats import (
     EQUIVALENT,
     FASTER,
@@ -117,6 +117,13 @@ class WorkloadComparison:
     bottleneck_baseline: str | None = None
     bottleneck_candidate: str | None = None
     params: dict = field(default_factory=dict)
+    # candidate - baseline of each time fraction (compute, memory_stall, communication,
+    # overhead, inefficiency; None where a side's overhead was not measured), in points of 1
+    fraction_deltas: dict = field(default_factory=dict)
+    roof_share_baseline: float | None = None
+    roof_share_candidate: float | None = None
+    below_roof_candidate: bool = False
+    lever_candidate: str = ""
 
     @property
     def bottleneck_changed(self) -> bool:
@@ -143,6 +150,15 @@ class LayerComparison:
     bottleneck_candidate: str | None
     margin: float | None = None
     reason: str = ""
+    fraction_deltas: dict = field(default_factory=dict)
+    overhead_baseline: float | None = None
+    overhead_candidate: float | None = None
+    inefficiency_baseline: float | None = None
+    inefficiency_candidate: float | None = None
+    roof_share_baseline: float | None = None
+    roof_share_candidate: float | None = None
+    below_roof_candidate: bool = False
+    lever_candidate: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -341,18 +357,6 @@ def shared_profile(base_doc: dict, cand_doc: dict) -> str | None:
     return hashes[0] if hashes[0] and hashes[0] == hashes[1] else None
 
 
-def _on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, float | None, str | None]:
-    """The candidate workload's (MFU, memory-stall fraction, bottleneck) against the
-    baseline's ceilings, so both sides of a same-device comparison share one denominator."""
-    ceilings = base_doc.get("ceilings") or {}
-    peak = ((ceilings.get("compute") or {}).get(c["dtype"]) or {}).get("peak")
-    _, bw = memory_level(ceilings, c["bytes"])
-    if not peak or not bw or not c.get("stats"):
-        return c.get("mfu"), _stall(c), c.get("bottleneck")
-    r = roofline(c["flops"], c["bytes"], c["stats"]["p50_s"], peak, bw)
-    return r.mfu, r.memory_stall_fraction, r.bottleneck
-
-
 def _one_round_note(methods: list[str]) -> str:
     """How many workloads fell back to the percentile bootstrap (a side measured in one round):
     said as a count, since "one round" alone read as if the whole comparison had one."""
@@ -451,9 +455,10 @@ def compare(
         methods.append(intervals[0.5].method)
         bs, cs = b["stats"], c["stats"]
         if same_device:
-            mfu_c, stall_c, bottleneck_c = _on_baseline_ceilings(c, base_doc)
+            mfu_c, fractions_c, bottleneck_c = mechanism.on_baseline_ceilings(c, base_doc)
         else:
-            mfu_c, stall_c, bottleneck_c = c.get("mfu"), _stall(c), c.get("bottleneck")
+            mfu_c, fractions_c, bottleneck_c = c.get("mfu"), c.get("fractions"), c.get("bottleneck")
+        stall_c = (fractions_c or {}).get("memory_stall")
         rows.append(
             WorkloadComparison(
                 **common,
@@ -474,13 +479,18 @@ def compare(
                 rounds=rounds,
                 mfu_baseline=b.get("mfu"),
                 mfu_candidate=mfu_c,
-                mfu_delta=_delta(mfu_c, b.get("mfu")),
-                mfu_delta_ci=_mfu_delta_ci(mfu_c, b.get("mfu"), ratio[0.5], ci[0.5])
+                mfu_delta=mechanism.delta(mfu_c, b.get("mfu")),
+                mfu_delta_ci=mechanism.mfu_delta_ci(mfu_c, b.get("mfu"), ratio[0.5], ci[0.5])
                 if same_device
                 else None,
-                memory_stall_delta=_delta(stall_c, _stall(b)),
+                memory_stall_delta=mechanism.delta(stall_c, mechanism.stall(b)),
                 bottleneck_baseline=b.get("bottleneck"),
                 bottleneck_candidate=bottleneck_c,
+                fraction_deltas=mechanism.fraction_deltas(fractions_c, b.get("fractions")),
+                roof_share_baseline=mechanism.share(b),
+                roof_share_candidate=mechanism.share(c),
+                below_roof_candidate=bool((c.get("decomposition") or {}).get("below_roof")),
+                lever_candidate=c.get("lever") or "",
             )
         )
         layer_draws.setdefault(b["layer_type"], []).append(
@@ -546,6 +556,17 @@ def _layer_comparisons(
                 bottleneck_candidate=ca.get("bottleneck"),
                 margin=margin,
                 reason=inconclusive_reason(ci, margin, paired) if verdict == INCONCLUSIVE else "",
+                fraction_deltas=mechanism.fraction_deltas(
+                    mechanism.layer_fractions(ca), mechanism.layer_fractions(ba)
+                ),
+                overhead_baseline=ba.get("overhead_fraction"),
+                overhead_candidate=ca.get("overhead_fraction"),
+                inefficiency_baseline=ba.get("inefficiency_fraction"),
+                inefficiency_candidate=ca.get("inefficiency_fraction"),
+                roof_share_baseline=ba.get("roof_share"),
+                roof_share_candidate=ca.get("roof_share"),
+                below_roof_candidate=bool(ca.get("below_roof")),
+                lever_candidate=ca.get("lever") or "",
             )
         )
     return layers
@@ -554,23 +575,3 @@ def _layer_comparisons(
 def _single(by_dtype: dict) -> dict:
     """The one dtype's layer aggregates of a single-dtype run."""
     return next(iter(by_dtype.values()), {}) if len(by_dtype) == 1 else {}
-
-
-def _stall(w: dict) -> float | None:
-    f = w.get("fractions")
-    return f["memory_stall"] if f else None
-
-
-def _mfu_delta_ci(
-    mfu_c: float | None, mfu_b: float | None, ratio: float, ci: tuple[float, float]
-) -> tuple[float, float] | None:
-    """MFU is work over time against one ceiling, so the candidate's moves as 1 / the time
-    ratio: at the interval's high end its MFU is mfu_c * ratio / high, at the low end
-    mfu_c * ratio / low."""
-    if mfu_c is None or mfu_b is None or not ratio or ci[0] <= 0:
-        return None
-    return mfu_c * ratio / ci[1] - mfu_b, mfu_c * ratio / ci[0] - mfu_b
-
-
-def _delta(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b

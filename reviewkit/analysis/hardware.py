@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # A lower-precision GEMM ceiling under half of fp32's means the dtype gets no hardware support
 # worth the name: where the ISA has it, bf16 GEMM runs at about 2x fp32 on these CPUs; where
-# it is emulated (converted to fp32 and back) 0.15-0.25x (../shared/engineering-notes.md).
+# it is emulated (converted to fp32 and back) 0.15-0.25x (measured on this project's machines).
 FAR_BELOW_FP32 = 0.5
 # The fingerprint's features that give a dtype native arithmetic, and how a message names
 # the ones missing.

@@ -1,32 +1,46 @@
-"""Roofline analysis with exactly the definitions of design.md: MFU, time fractions, classes."""
+"""Roofline analysis with exactly the definitions of docs/metrics.md: MFU, fractions, classes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from reviewkit.analysis.bottleneck import (
+    BOTTLENECKS,
+    COMMUNICATION_BOUND,
+    COMPUTE_BOUND,
+    MEMORY_BOUND,
+    OVERHEAD_BOUND,
+    OVERHEAD_BOUND_FRACTION,
+    UNCLASSIFIED,
+    Decomposition,
+    PerOpRoof,
+    decompose,
+    default_below_roof_share,
+    lever,
+    per_op_roof,
+    roof_class,
+)
 from reviewkit.analysis.stats import TAIL_RISK_P99_OVER_P50
 from reviewkit.bundle.run import STATUS_OK
 
-# design.md: a workload is overhead-bound when at least half its time is neither compute nor
-# memory traffic at the ceilings (runtime, launch, dispatch, Python).
-OVERHEAD_BOUND_FRACTION = 0.5
+__all__ = ["BOTTLENECKS", "COMMUNICATION_BOUND", "COMPUTE_BOUND", "MEMORY_BOUND",
+           "OVERHEAD_BOUND", "UNCLASSIFIED"]  # fmt: skip
 
-COMPUTE_BOUND = "compute-bound"
-MEMORY_BOUND = "memory-bound"
-OVERHEAD_BOUND = "overhead-bound"
-COMMUNICATION_BOUND = "communication-bound"
-BOTTLENECKS = (COMPUTE_BOUND, MEMORY_BOUND, OVERHEAD_BOUND, COMMUNICATION_BOUND)
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
+OVERHEAD_OVERESTIMATED = "overhead-overestimated"
+BELOW_ROOF = "below-roof"
 TAIL_RISK = "tail-risk"
 NOISY = "noisy"  # IQR / median above stats.NOISE_IQR_OVER_MEDIAN
 # The level a bundle's single bandwidth ceiling was measured at, before device profiles.
 MAIN_MEMORY = "main memory"
+# Layer types whose call dispatches several ops: classified by their per-op roof.
+COMPOSITE_LAYER_TYPES = ("block", "model")
 
 
 @dataclass(frozen=True)
 class Roofline:
-    """One workload against the device's ceilings. Times in seconds."""
+    """One workload against the device's ceilings, and its time decomposed. Times in seconds."""
 
     time_s: float  # median measured time t
     compute_time_s: float  # t_c = F / P
@@ -36,15 +50,42 @@ class Roofline:
     bandwidth_util: float
     arithmetic_intensity: float  # FLOP per byte, F / B
     ridge_point: float  # P / W
-    compute_fraction: float
-    memory_stall_fraction: float
-    overhead_fraction: float
-    bottleneck: str
-    faster_than_roofline: bool
-    # design.md, "Communication": t_comm = bytes on the wire / interconnect bandwidth, on the
-    # critical path after compute; zero for a single-process workload.
-    communication_time_s: float = 0.0
-    communication_fraction: float = 0.0
+    decomposition: Decomposition
+    # A composite's per-op roof above its fused one, as a share of t (None: not a composite, or
+    # its ops were not recorded): what fusing its ops could win at most.
+    fusion_headroom_fraction: float | None = None
+
+    @property
+    def communication_time_s(self) -> float:
+        return self.decomposition.communication_time_s
+
+    @property
+    def compute_fraction(self) -> float:
+        return self.decomposition.compute_fraction
+
+    @property
+    def memory_stall_fraction(self) -> float:
+        return self.decomposition.memory_stall_fraction
+
+    @property
+    def communication_fraction(self) -> float:
+        return self.decomposition.communication_fraction
+
+    @property
+    def overhead_fraction(self) -> float | None:
+        return self.decomposition.overhead_fraction
+
+    @property
+    def inefficiency_fraction(self) -> float | None:
+        return self.decomposition.inefficiency_fraction
+
+    @property
+    def bottleneck(self) -> str:
+        return self.decomposition.bottleneck
+
+    @property
+    def faster_than_roofline(self) -> bool:
+        return self.decomposition.faster_than_roofline
 
     @property
     def stall_time_s(self) -> float:
@@ -54,21 +95,6 @@ class Roofline:
         return asdict(self)
 
 
-def classify(
-    compute_time_s: float,
-    memory_time_s: float,
-    overhead_fraction: float,
-    communication_time_s: float = 0.0,
-) -> str:
-    if overhead_fraction >= OVERHEAD_BOUND_FRACTION:
-        return OVERHEAD_BOUND
-    if communication_time_s > max(compute_time_s, memory_time_s):
-        return COMMUNICATION_BOUND
-    if memory_time_s > compute_time_s:
-        return MEMORY_BOUND
-    return COMPUTE_BOUND
-
-
 def roofline(
     flops: float,
     bytes_moved: float,
@@ -76,20 +102,30 @@ def roofline(
     peak_flops_per_s: float,
     peak_bytes_per_s: float,
     communication_time_s: float = 0.0,
+    overhead_s: float | None = None,
+    *,
+    below_roof_share: float | None = None,
+    time_high_s: float | None = None,
+    overhead_low_s: float | None = None,
+    per_op: PerOpRoof | None = None,
 ) -> Roofline:
-    """design.md's table, term by term. Fractions are clamped when t < max(t_c, t_m) (+ t_comm
-    for a multi-rank workload, whose communication follows its compute on the critical path):
-    compute, memory-stall, communication and overhead then still sum to 1."""
+    """docs/metrics.md's table, term by term. `overhead_s` is the measured exposed overhead
+    (None: not measured); a composite's `per_op` roof (the ops it dispatches, each at its own
+    roof) classifies it, and the gap to the fused roof is its fusion headroom."""
     if time_s <= 0:
         raise ValueError(f"measured time must be positive, got {time_s}")
     t = time_s
     t_c = flops / peak_flops_per_s
     t_m = bytes_moved / peak_bytes_per_s
-    t_comm = communication_time_s
-    compute = min(t_c, t) / t
-    stall = max(0.0, min(t_m, t) - t_c) / t
-    communication = max(0.0, min(t_comm, t - max(t_c, t_m))) / t
-    overhead = max(0.0, t - max(t_c, t_m) - t_comm) / t
+    headroom = None
+    if per_op is not None and per_op.ops:
+        d = decompose(t, per_op.compute_time_s, per_op.compute_time_s + per_op.stall_time_s,
+                      communication_time_s, overhead_s, below_roof_share, time_high_s,
+                      overhead_low_s, roof_class_of=per_op.bottleneck)  # fmt: skip
+        headroom = max(0.0, per_op.roof_time_s - max(t_c, t_m)) / t
+    else:
+        d = decompose(t, t_c, t_m, communication_time_s, overhead_s, below_roof_share,
+                      time_high_s, overhead_low_s)  # fmt: skip
     return Roofline(
         time_s=t,
         compute_time_s=t_c,
@@ -99,20 +135,20 @@ def roofline(
         bandwidth_util=t_m / t,
         arithmetic_intensity=flops / bytes_moved if bytes_moved else float("inf"),
         ridge_point=peak_flops_per_s / peak_bytes_per_s,
-        compute_fraction=compute,
-        memory_stall_fraction=stall,
-        overhead_fraction=overhead,
-        bottleneck=classify(t_c, t_m, overhead, t_comm),
-        faster_than_roofline=t < max(t_c, t_m) + t_comm,
-        communication_time_s=t_comm,
-        communication_fraction=communication,
+        decomposition=d,
+        fusion_headroom_fraction=headroom,
     )
 
 
 def flags(r: Roofline, tail_ratio: float, noisy: bool = False) -> list[str]:
     out = []
-    if r.faster_than_roofline:
+    d = r.decomposition
+    if d.faster_than_roofline:
         out.append(FASTER_THAN_ROOFLINE)
+    if d.overhead_overestimated:
+        out.append(OVERHEAD_OVERESTIMATED)
+    if d.below_roof:
+        out.append(BELOW_ROOF)
     if tail_ratio >= TAIL_RISK_P99_OVER_P50:
         out.append(TAIL_RISK)
     if noisy:
@@ -122,51 +158,83 @@ def flags(r: Roofline, tail_ratio: float, noisy: bool = False) -> list[str]:
 
 @dataclass(frozen=True)
 class LayerAggregate:
-    """Time-weighted aggregate of one layer type (design.md: sums of t_c, stall and t)."""
+    """Time-weighted aggregate of one layer type: every fraction is sum(fraction_i x t_i) / sum t;
+    MFU = sum t_c / sum t."""
 
     workloads: int
     time_s: float
     mfu: float
     memory_stall_fraction: float
-    overhead_fraction: float
+    overhead_fraction: float | None  # None when a workload's overhead was not measured
     compute_fraction: float
     time_share: float
     bottleneck: str
     # Workloads whose time beat the roofline: an MFU above 100% here comes from them.
     faster_than_roofline: int = 0
     communication_fraction: float = 0.0
+    inefficiency_fraction: float | None = None
+    unattributed_fraction: float = 0.0
+    roof_share: float | None = None  # sum t_roof / sum t_k (sum t when overhead is unknown)
+    below_roof: bool = False
+    overhead_fraction_low: float | None = None
+    lever: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-def aggregate(rows: Iterable[tuple[str, Roofline]]) -> dict[str, LayerAggregate]:
-    """Aggregate (layer_type, roofline) pairs: MFU = sum t_c / sum t, stall = sum stall / sum t."""
+def aggregate(
+    rows: Iterable[tuple[str, Roofline]], below_roof_share: float | None = None
+) -> dict[str, LayerAggregate]:
+    """Aggregate (layer_type, roofline) pairs, time-weighted; the class from the sums."""
+    threshold = default_below_roof_share() if below_roof_share is None else below_roof_share
     groups: dict[str, list[Roofline]] = {}
     for layer_type, r in rows:
         groups.setdefault(layer_type, []).append(r)
     total_s = sum(r.time_s for rs in groups.values() for r in rs)
     out = {}
     for layer_type, rs in groups.items():
-        t = sum(r.time_s for r in rs)
-        t_c = sum(r.compute_time_s for r in rs)
-        t_m = sum(r.memory_time_s for r in rs)
-        compute = sum(r.compute_fraction * r.time_s for r in rs) / t
-        stall = sum(r.stall_time_s for r in rs) / t
-        overhead = sum(r.overhead_fraction * r.time_s for r in rs) / t
-        communication = sum(r.communication_fraction * r.time_s for r in rs) / t
-        t_comm = sum(r.communication_time_s for r in rs)
+        ds = [r.decomposition for r in rs]
+        t = sum(d.time_s for d in ds)
+
+        def weighted(field: str, ds=ds, t=t) -> float:
+            return sum(getattr(d, field) * d.time_s for d in ds) / t
+
+        roof_s = sum(d.roof_time_s for d in ds)
+        measured_all = all(d.overhead_time_s is not None for d in ds)
+        roof = roof_class(*(sum(getattr(d, f) for d in ds)
+                            for f in ("compute_time_s", "memory_time_s", "communication_time_s")))
+        if measured_all:
+            kernel_s = sum(d.kernel_time_s for d in ds)
+            share = roof_s / kernel_s if kernel_s > 0 else None
+            low = weighted("overhead_fraction_low")
+            cls = OVERHEAD_BOUND if low >= OVERHEAD_BOUND_FRACTION else roof
+            below = cls != OVERHEAD_BOUND and share is not None and share < threshold
+        else:
+            share, low = roof_s / t, None
+            cls = UNCLASSIFIED if share < threshold else roof
+            below = False
+        decomposition = Decomposition(
+            t, 0.0, 0.0, 0.0, roof_s, None, None, 0.0, 0.0, 0.0, None, None, 0.0, low, share, cls,
+            below, False, False, "",
+        )  # fmt: skip
         out[layer_type] = LayerAggregate(
             workloads=len(rs),
             time_s=t,
-            mfu=t_c / t,
-            memory_stall_fraction=stall,
-            overhead_fraction=overhead,
-            compute_fraction=compute,
+            mfu=sum(r.compute_time_s for r in rs) / t,
+            memory_stall_fraction=weighted("memory_stall_fraction"),
+            overhead_fraction=weighted("overhead_fraction") if measured_all else None,
+            compute_fraction=weighted("compute_fraction"),
             time_share=t / total_s,
-            bottleneck=classify(t_c, t_m, overhead, t_comm),
-            faster_than_roofline=sum(r.faster_than_roofline for r in rs),
-            communication_fraction=communication,
+            bottleneck=cls,
+            faster_than_roofline=sum(d.faster_than_roofline for d in ds),
+            communication_fraction=weighted("communication_fraction"),
+            inefficiency_fraction=weighted("inefficiency_fraction") if measured_all else None,
+            unattributed_fraction=weighted("unattributed_fraction"),
+            roof_share=share,
+            below_roof=below,
+            overhead_fraction_low=low,
+            lever=lever(decomposition),
         )
     return out
 
@@ -325,7 +393,7 @@ def level_for(working_set_bytes: float, levels: list[dict]) -> dict:
 
 
 def memory_level(ceilings_doc: dict, working_set_bytes: float) -> tuple[str, float | None]:
-    """(level name, W) for a workload whose working set is `working_set_bytes` (design.md:
+    """(level name, W) for a workload whose working set is `working_set_bytes` (docs/metrics.md:
     cache-aware W). Main memory's W is the `bandwidth` ceiling, so a GPU in the datasheet table
     keeps its datasheet figure; a bundle recorded before device profiles has only that one."""
     main = ceilings_doc.get("bandwidth") or {}
@@ -346,32 +414,60 @@ def _peaks(
     return compute, bandwidth, level
 
 
-def analyse_run(doc: dict) -> dict:
+def per_op_terms(w: dict, ceilings_doc: dict) -> PerOpRoof | None:
+    """The per-op roof of a workload whose dispatched ops were recorded (`op_profile`): each op
+    against the compute peak of its dtype and the bandwidth of the level its bytes fit in."""
+    ops = (w.get("op_profile") or {}).get("ops")
+    if not ops or w.get("layer_type") not in COMPOSITE_LAYER_TYPES:
+        return None
+    terms = []
+    for op in ops:
+        peak, bw, _ = _peaks(ceilings_doc, op.get("dtype") or w["dtype"], op["bytes"])
+        peak = peak or _peaks(ceilings_doc, w["dtype"], op["bytes"])[0]
+        if not peak or not bw:
+            return None
+        terms.append((op["flops"] / peak, op["bytes"] / bw, op["calls"]))
+    return per_op_roof(terms)
+
+
+def communication_time(w: dict, link_bytes_per_s: float | None, latency_s: dict) -> float:
+    """t_comm = alpha + wire bytes / beta: alpha the collective's smallest-message latency."""
+    if not w.get("wire_bytes") or not link_bytes_per_s:
+        return 0.0
+    params = w.get("params") or {}
+    if params.get("all_reduces"):  # a tensor-parallel layer: one alpha per all-reduce it makes
+        alpha = params["all_reduces"] * (latency_s.get("all_reduce") or 0.0)
+    else:
+        alpha = latency_s.get(params.get("op") or w.get("kernel"), 0.0) or 0.0
+    return alpha + w["wire_bytes"] / link_bytes_per_s
+
+
+ANALYSED_KEYS = (
+    "stats", "mfu", "bandwidth_util", "achieved_flops_per_s", "arithmetic_intensity",
+    "compute_time_s", "memory_time_s", "fractions", "bottleneck", "memory_level", "decomposition",
+    "overhead_method", "lever", "fusion_headroom_fraction",
+)  # fmt: skip
+
+
+def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
     """Fill stats, roofline metrics and layer aggregates from raw samples, in place; return doc.
 
     Statistics are always recomputed from the stored samples, so a bundle's numbers can be
-    checked (and re-derived after a fix to this module) without re-measuring.
+    checked (and re-derived after a fix to this module) without re-measuring. `below_roof_share`
+    is the rubric's (None: the default rubric's).
     """
     from reviewkit.analysis import distributed
+    from reviewkit.analysis import overhead as overhead_mod
     from reviewkit.analysis.stats import summarise
 
+    threshold = default_below_roof_share() if below_roof_share is None else below_roof_share
     ceilings_doc = doc.get("ceilings") or {}
     link = distributed.link_peak(doc)
+    latency = ((ceilings_doc.get("interconnect") or {}).get("latency_s")) or {}
     by_dtype: dict[str, list[tuple[str, Roofline]]] = {}
     everything: list[tuple[str, Roofline]] = []
     for w in doc["workloads"]:
-        for key in (
-            "stats",
-            "mfu",
-            "bandwidth_util",
-            "achieved_flops_per_s",
-            "arithmetic_intensity",
-            "compute_time_s",
-            "memory_time_s",
-            "fractions",
-            "bottleneck",
-            "memory_level",
-        ):
+        for key in ANALYSED_KEYS:
             w[key] = None
         w["flags"] = []
         if w["status"] != STATUS_OK or not w["samples_s"]:
@@ -382,9 +478,14 @@ def analyse_run(doc: dict) -> dict:
         if not peak or not bw:
             w["flags"] = ["no-ceiling"]
             continue
-        # design.md, "Communication": bytes on the wire / the link's bandwidth
-        t_comm = w["wire_bytes"] / link if w.get("wire_bytes") and link else 0.0
-        r = roofline(w["flops"], w["bytes"], st.p50_s, peak, bw, t_comm)
+        o = overhead_mod.read(w, st)
+        r = roofline(
+            w["flops"], w["bytes"], st.p50_s, peak, bw,
+            communication_time(w, link, latency), o.overhead_s,
+            below_roof_share=threshold, time_high_s=st.median_ci_high_s,
+            overhead_low_s=o.overhead_low_s, per_op=per_op_terms(w, ceilings_doc),
+        )  # fmt: skip
+        d = r.decomposition
         w.update(
             memory_level=level,
             mfu=r.mfu,
@@ -393,22 +494,24 @@ def analyse_run(doc: dict) -> dict:
             arithmetic_intensity=r.arithmetic_intensity,
             compute_time_s=r.compute_time_s,
             memory_time_s=r.memory_time_s,
-            fractions={
-                "compute": r.compute_fraction,
-                "memory_stall": r.memory_stall_fraction,
-                "overhead": r.overhead_fraction,
-                "communication": r.communication_fraction,
-            },
+            fractions=d.fractions(),
+            decomposition=d.to_json(),
+            overhead_method=o.method,
             bottleneck=r.bottleneck,
+            lever=lever(d),
+            fusion_headroom_fraction=r.fusion_headroom_fraction,
             flags=flags(r, st.tail_ratio, st.noisy),
         )
         by_dtype.setdefault(w["dtype"], []).append((w["layer_type"], r))
         everything.append((w["layer_type"], r))
-    doc["layer_types"] = {k: v.to_json() for k, v in aggregate(everything).items()}
+    doc["layer_types"] = {k: v.to_json() for k, v in aggregate(everything, threshold).items()}
     doc["layer_types_by_dtype"] = {
-        dtype: {k: v.to_json() for k, v in aggregate(rows).items()}
+        dtype: {k: v.to_json() for k, v in aggregate(rows, threshold).items()}
         for dtype, rows in by_dtype.items()
     }
+    from reviewkit.analysis import levers
+
+    levers.annotate(doc)
     for w in measured(doc):
         _refresh_energy(w)
     doc["layer_energy"] = _energy_by_layer(measured(doc))

@@ -16,7 +16,7 @@ NOISE_IQR_OVER_MEDIAN = 0.10
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0  # fixed so the same samples always give the same interval
 CONFIDENCE = 0.95
-# A tail this far above the median breaks latency SLAs that the median meets (design.md).
+# A tail this far above the median breaks latency SLAs that the median meets (docs/metrics.md).
 TAIL_RISK_P99_OVER_P50 = 1.5
 
 

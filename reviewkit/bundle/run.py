@@ -21,7 +21,11 @@ from reviewkit.common.numbers import finite_number
 # 5: a run measured under torch.distributed says so in `distributed` (world size, backend,
 # hosts, ranks, topology; null for one process), its workloads carry each rank's samples
 # (`rank_samples_s`) and bytes on the wire (`wire_bytes`), and `ceilings.interconnect` the link.
-SCHEMA_VERSION = 5
+# 6: every workload carries its measured exposed overhead (`overhead`: method, the floor call's
+# or graph replay's samples, or why not) and the ops one call dispatches (`op_profile`); the
+# interconnect its collectives' latency (`ceilings.interconnect.latency_s`). Version 5 bundles
+# load through migrate_v5_to_v6 with the overhead not measured.
+SCHEMA_VERSION = 6
 RUN_FILE = "run.json"
 MAX_SAMPLE_S = 86_400.0  # one call's time: a day is past any benchmark call, and keeps sums finite
 KIND = "reviewkit.run"
@@ -214,5 +218,22 @@ def migrate_v4_to_v5(doc: dict) -> dict:
     return out
 
 
+V5_NO_OVERHEAD = (
+    "recorded with run.json schema 5, before overhead was measured: overhead and inefficiency "
+    "are not told apart"
+)
+
+
+def migrate_v5_to_v6(doc: dict) -> dict:
+    """Schema 5 -> 6: no workload's overhead was measured: each gets `overhead` not measured,
+    with that reason, so the analysis never reinterprets the unexplained time as overhead."""
+    out = {**doc, "schema_version": 6, "migrated_from": doc.get("migrated_from", 5)}
+    absent = {"available": False, "method": "not-measured", "reason": V5_NO_OVERHEAD}
+    out["workloads"] = [w if "overhead" in w else {**w, "overhead": dict(absent)}
+                        for w in doc["workloads"]]  # fmt: skip
+    return out
+
+
 # schema_version -> the function that lifts a document of that version one step
-MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3, 3: migrate_v3_to_v4, 4: migrate_v4_to_v5}
+MIGRATIONS = {1: migrate_v1_to_v2, 2: migrate_v2_to_v3, 3: migrate_v3_to_v4, 4: migrate_v4_to_v5,
+              5: migrate_v5_to_v6}  # fmt: skip

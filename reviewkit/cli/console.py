@@ -15,7 +15,6 @@ from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
-from reviewkit.suite import workloads as suite
 
 SLOWEST_SHOWN = 8
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
@@ -118,34 +117,6 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
         console.print(f"written: {escape(path)}", highlight=False)
 
 
-def layer_table(doc: dict, dtype: str) -> Table:
-    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
-    t = DataTable(title=f"By layer type — {dtype}", title_justify="left")
-    communicates = bool(doc.get("distributed"))
-    columns = ["layer type", "workloads", "time share", "MFU", "memory-stall", "overhead"]
-    columns += ["communication"] if communicates else []
-    for col in (*columns, "bottleneck", "flags"):
-        t.add_column(
-            col, justify="left" if col in ("layer type", "bottleneck", "flags") else "right"
-        )
-    for layer_type in suite.LAYER_TYPES:
-        a = rows.get(layer_type)
-        if a is None:
-            continue
-        t.add_row(
-            layer_type,
-            str(a["workloads"]),
-            pct(a["time_share"]),
-            pct(a["mfu"]),
-            pct(a["memory_stall_fraction"]),
-            pct(a["overhead_fraction"]),
-            *([pct(a.get("communication_fraction"))] if communicates else []),
-            a["bottleneck"],
-            f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
-        )
-    return t
-
-
 def review_layer_table(report) -> Table | None:
     """MFU / memory-stall per layer type of a review's runs (walk): one column per run and dtype."""
     runs = [("baseline", report.baseline)] + [
@@ -170,28 +141,6 @@ def review_layer_table(report) -> Table | None:
                 f"{pct(agg.get('mfu'))} / {pct(agg.get('memory_stall_fraction'))}" if agg else ""
             )
         t.add_row(lt, *cells)
-    return t
-
-
-def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
-    ok = [w for w in doc["workloads"] if w.get("stats")]
-    ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
-    t = DataTable(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
-    columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "bottleneck", "flags")
-    for col in columns:
-        t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
-    for w in ok[:n]:
-        s = w["stats"]
-        t.add_row(
-            w["id"],
-            _time(s["p50_s"]),
-            _time(s["p99_s"]),
-            pct(s.get("round_spread")),
-            _rate(w.get("achieved_flops_per_s")),
-            pct(w.get("mfu")),
-            w.get("bottleneck") or MISSING,
-            ", ".join(w.get("flags") or []),
-        )
     return t
 
 
@@ -250,9 +199,13 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         console.print(f"ceilings {escape(str(profile.get('reason')))}", highlight=False)
     for note in support_notes(doc):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
+    from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
+
     for dtype in doc["knobs"]["dtypes"]:
         if dtype in doc.get("layer_types_by_dtype", {}):
             console.print(layer_table(doc, dtype))
+            for line in levers_lines(doc, dtype):
+                console.print(line, highlight=False)
     from reviewkit.cli.distributed_view import collectives_table, distributed_lines
 
     for line in distributed_lines(doc):
@@ -281,7 +234,11 @@ def summary(doc: dict, path: str | None = None) -> dict:
         "mfu",
         "bandwidth_util",
         "fractions",
+        "decomposition",
+        "overhead_method",
         "bottleneck",
+        "lever",
+        "fusion_headroom_fraction",
         "flags",
         "reproduce",
     )
@@ -300,6 +257,8 @@ def summary(doc: dict, path: str | None = None) -> dict:
         "suite": doc["suite"],
         "knobs": doc["knobs"],
         "ceilings": doc.get("ceilings"),
+        "overhead_probe": doc.get("overhead_probe"),
+        "phases_s": doc.get("phases_s"),
         "layer_types": doc.get("layer_types"),
         "layer_types_by_dtype": doc.get("layer_types_by_dtype"),
         "distributed": doc.get("distributed"),
@@ -325,6 +284,14 @@ def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
     return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
+def class_change(baseline: str | None, candidate: str | None, below_roof: bool) -> str:
+    """"compute-bound → memory-bound", or the one class; "(below roof)" on the candidate's."""
+    mark = " (below roof)" if below_roof else ""
+    if baseline != candidate:
+        return f"{baseline or MISSING} → {candidate or MISSING}{mark}"
+    return f"{baseline or MISSING}{mark}"
+
+
 def print_comparison(comp, console: Console) -> None:
     console.print(
         f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
@@ -346,15 +313,8 @@ def print_comparison(comp, console: Console) -> None:
         title="By layer type (ratio of summed medians, candidate / baseline, 95% CI)",
         title_justify="left",
     )
-    for col in (
-        "layer type",
-        "workloads",
-        "time ratio",
-        "verdict",
-        "MFU",
-        "memory-stall",
-        "bottleneck",
-    ):
+    for col in ("layer type", "workloads", "time ratio", "verdict", "MFU", "memory-stall",
+                "overhead", "inefficiency", "roof share", "bottleneck"):  # fmt: skip
         t.add_column(col)
     for layer in comp.layer_types:
         t.add_row(
@@ -364,10 +324,12 @@ def print_comparison(comp, console: Console) -> None:
             Text(layer.verdict, style=VERDICT_STYLE[layer.verdict]),
             f"{pct(layer.mfu_baseline)} → {pct(layer.mfu_candidate)}",
             f"{pct(layer.memory_stall_baseline)} → {pct(layer.memory_stall_candidate)}",
-            f"{layer.bottleneck_baseline} → {layer.bottleneck_candidate}"
-            if layer.bottleneck_baseline != layer.bottleneck_candidate
-            else str(layer.bottleneck_baseline),
-        )
+            f"{pct(layer.overhead_baseline)} → {pct(layer.overhead_candidate)}",
+            f"{pct(layer.inefficiency_baseline)} → {pct(layer.inefficiency_candidate)}",
+            f"{pct(layer.roof_share_baseline)} → {pct(layer.roof_share_candidate)}",
+            class_change(layer.bottleneck_baseline, layer.bottleneck_candidate,
+                         layer.below_roof_candidate),
+        )  # fmt: skip
     console.print(t)
     t = DataTable(title="By workload (candidate / baseline)", title_justify="left")
     for col in (
@@ -378,6 +340,8 @@ def print_comparison(comp, console: Console) -> None:
         "p99 [95% CI]",
         "ΔMFU",
         "Δstall",
+        "Δoverhead",
+        "Δineff.",
         "bottleneck",
     ):
         t.add_column(col, overflow="fold")
@@ -390,10 +354,10 @@ def print_comparison(comp, console: Console) -> None:
             _ratio(w.p95_ratio),
             _ratio(w.p99_ratio, w.p99_ratio_ci),
             points(w.mfu_delta, w.mfu_delta_ci),
-            MISSING if w.memory_stall_delta is None else f"{100 * w.memory_stall_delta:+.1f} pt",
-            f"{w.bottleneck_baseline} → {w.bottleneck_candidate}"
-            if w.bottleneck_changed
-            else str(w.bottleneck_baseline or MISSING),
+            points(w.memory_stall_delta),
+            points(w.fraction_deltas.get("overhead")),
+            points(w.fraction_deltas.get("inefficiency")),
+            class_change(w.bottleneck_baseline, w.bottleneck_candidate, w.below_roof_candidate),
         )
     console.print(t)
     counts = Counter(w.verdict for w in comp.workloads)

@@ -254,9 +254,12 @@ def _show_evidence(report: Report, console: Console) -> None:
     say("  Bottleneck class per layer type:")
     if status != "pass":
         say(f"    [{STATUS_STYLE.get(status, 'red')}]{status.upper()}[/] {escape(summary)}")
+    views = _layer_views(report)
     for e in evidence:
         if e.kind == "workload":
-            say(f"    {escape(e.label)}")
+            # the layer type's class with its share of roof, overhead and lever, in the words
+            # the packet uses; the check's own label where the run has no such layer type
+            say(f"    {escape(_layer_line(e.label, views))}")
             if e.value:
                 say(f"      [dim]slowest {escape(e.value)} · reproduce: {escape(e.reproduce)}[/]")
     table = review_layer_table(report)
@@ -274,6 +277,39 @@ def _show_evidence(report: Report, console: Console) -> None:
         say("  Artifacts:")
         for e in artifacts:
             say(f"    {escape(e.label)}: {escape(e.path)} (sha256 {e.sha256[:SHORT_SHA]})")
+
+
+def _layer_views(report: Report) -> dict[str, dict]:
+    """Each candidate layer type's class, share of roof, overhead (or that it was not measured)
+    and lever, from the run's layer aggregates, by the "candidate N layer-type" the check's
+    evidence names it with."""
+    from reviewkit.render.packet.bottlenecks import layer_view
+
+    return {
+        f"candidate {i + 1} {layer_type}": layer_view(agg)
+        for i, (_, doc) in enumerate(report.review_candidates)
+        for layer_type, agg in (doc.get("layer_types") or {}).items()
+    }
+
+
+def _layer_line(label: str, views: dict[str, dict]) -> str:
+    """One layer type's line: `candidate 1 gemm: compute-bound (MFU, memory-stall); roof ..% of
+    the kernel time; overhead ..%, inefficiency ..%; lever: ..`, else the check's own label."""
+    from reviewkit.common.format import pct
+    from reviewkit.render.packet.bottlenecks import overhead_text, roof_text
+
+    name = label.split(":", 1)[0]
+    view = views.get(name)
+    if view is None:
+        return label
+    parts = [
+        f"{view['class_text']} (MFU {pct(view['mfu'])}, memory-stall {pct(view['memory_stall'])})",
+        roof_text(view),
+        overhead_text(view),
+    ]
+    if view["lever"]:
+        parts.append(f"lever: {view['lever']}")
+    return f"{name}: {'; '.join(parts)}"
 
 
 def _show_related(report: Report, name: str, say: Callable[..., None]) -> None:

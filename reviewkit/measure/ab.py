@@ -25,8 +25,8 @@ from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
+from reviewkit.measure import overhead, runner, sensors
 from reviewkit.measure import rounds as rounds_mod
-from reviewkit.measure import runner, sensors
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.timing import collect_alternating
@@ -286,7 +286,19 @@ def ab(
         ).ceilings()  # fmt: skip
         for doc in docs.values():
             doc["ceilings"] = ceilings
-        _measure(pairs, (base, cand), docs, plan, policy, ceilings, device, energy, progress)
+        builders = _measure(pairs, (base, cand), docs, plan, policy, ceilings, device, energy,
+                            progress)  # fmt: skip
+        measured_s = time.time() - started
+        for side in (base, cand):  # each side's floors under its own settings
+            begun = time.time()
+            doc = docs[side.label]
+            with side.active():
+                doc["overhead_probe"] = overhead.measure_overheads(
+                    side.specs, doc["workloads"], device, builders[side.label], progress,
+                    overhead.FLOOR_POLICIES[request.profile],
+                )  # fmt: skip
+            doc["phases_s"] = {"ceilings_and_workloads": round(measured_s, 3),
+                               "overhead": round(time.time() - begun, 3)}  # fmt: skip
         for doc in docs.values():
             doc["complete"] = True
     except KeyboardInterrupt:
@@ -297,9 +309,10 @@ def ab(
     return docs[BASELINE], docs[CANDIDATE], pairing
 
 
-def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progress) -> None:
+def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progress) -> dict:
     """Every round: the plan's workload order, each workload under both mappings back to
-    back; a pair that failed or spent its budget on either side sits out later rounds."""
+    back; a pair that failed or spent its budget on either side sits out later rounds. Returns
+    each side's build cache, which the overhead phase reuses."""
     total = plan.rounds * len(pairs)
     builders = {side.label: rounds_mod.BuildCache(side.build) for side in sides}
     for r, order in enumerate(plan.orders):
@@ -332,6 +345,7 @@ def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progres
                 )  # fmt: skip
                 workloads[i] = rounds_mod.merge_round(workloads[i], measured, r)
     progress("done", total, total)
+    return builders
 
 
 # Energy is metered per window, and alternating calls share one: neither side's is its own.

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_NOT_RUN, STATUS_OK
 from reviewkit.common.errors import ReviewkitError, UsageError
@@ -51,6 +52,40 @@ BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl")
 # its STEP-th workload step, as a real rank dies: no Python cleanup, no goodbye to its peers;
 # "RANK:STEP:hang": it stops answering instead, as a rank stuck in a driver call does).
 KILL_RANK_ENV = "REVIEWKIT_TEST_KILL_RANK_AT"
+
+# A workload's `overhead` record under torch.distributed (analysis/overhead.py reads it). A
+# collective's own host cost (its issue, the backend's progress) is part of its smallest-message
+# latency alpha, which t_comm = alpha + wire bytes / beta already counts: no overhead apart.
+COLLECTIVE_OVERHEAD = {
+    "available": True,
+    "method": IN_COLLECTIVE_LATENCY,
+    "reason": (
+        "a collective's host cost is inside its latency alpha (its smallest message, "
+        "ceilings.interconnect.latency_s), counted in t_comm = alpha + wire bytes / beta: "
+        "t_o = 0"
+    ),
+}
+# On one rank nothing crosses a link and no alpha is measured: the host cost is nowhere counted.
+ONE_RANK_COLLECTIVE_OVERHEAD = {
+    "available": False,
+    "method": NOT_MEASURED,
+    "reason": "one rank: no link, so no latency alpha holds the collective's host cost",
+}
+COMPUTE_OVERHEAD = {
+    "available": False,
+    "method": NOT_MEASURED,
+    "reason": (
+        "a distributed run's compute workloads: overhead is measured by a single-process "
+        "`reviewkit run`"
+    ),
+}
+
+
+def overhead_record(spec: WorkloadSpec, world_size: int) -> dict:
+    """The `overhead` record of one workload of the distributed part."""
+    if spec.layer_type != "collective":
+        return dict(COMPUTE_OVERHEAD)
+    return dict(COLLECTIVE_OVERHEAD if world_size > 1 else ONE_RANK_COLLECTIVE_OVERHEAD)
 
 
 class RankFailure(ReviewkitError):
@@ -291,6 +326,7 @@ def _measure(request, info, device, backend, specs, progress) -> dict | None:
         for record, spec in zip(records, specs, strict=True):
             record["energy"] = energy_absent("not metered under --distributed")
             record["rank_samples_s"] = [[] for _ in range(world)]
+            record["overhead"] = overhead_record(spec, world)
             if spec.params.get("wire_bytes") is not None:
                 record["wire_bytes"] = spec.params["wire_bytes"]
         doc["workloads"] = records

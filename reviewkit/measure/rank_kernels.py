@@ -61,10 +61,18 @@ def build(spec: WorkloadSpec, device: torch.device, info: RankInfo) -> Callable[
 
 def _collective(spec: WorkloadSpec, device: torch.device, info: RankInfo):
     dtype = kernels.TORCH_DTYPES[spec.dtype]
-    n, world = spec.params["elements"], info.world_size
+    return collective_call(spec.params["op"], spec.params["elements"], dtype, device, info)
+
+
+def collective_call(
+    op: str, n: int, dtype: torch.dtype, device: torch.device, info: RankInfo
+) -> Callable[[], object]:
+    """One call of collective `op` on a message of `n` elements (for all_gather and
+    reduce_scatter the whole gathered buffer, n / world per rank): the suite's kernel, and the
+    smallest message its latency is measured with."""
+    world = info.world_size
     # zeros: repeated sums stay finite, so every call moves the same ordinary numbers
     x = torch.zeros(n, dtype=dtype, device=device)
-    op = spec.params["op"]
     if op == coll.ALL_REDUCE:
         return lambda: dist.all_reduce(x)
     if op == coll.ALL_GATHER:
@@ -172,11 +180,44 @@ def step_samples(per_rank: list[list[float]]) -> list[float]:
 # --- the interconnect ceiling -----------------------------------------------------------------
 
 
-def link_ceiling(profile: str, device: torch.device, backend: str, world: int) -> dict:
-    """The link bandwidth t_comm divides by: a broadcast from rank 0 (busbw = algbw), best of
-    LINK_TRIALS trials of three calls; on known GPUs the datasheet figure beside it."""
+def collective_latency(ops, device: torch.device, world: int) -> dict[str, float]:
+    """alpha of t_comm = alpha + wire bytes / beta, per op: its smallest message (one fp32
+    element, or one per rank where the op splits into per-rank shards; the suite's own call,
+    send/recv its ring), LATENCY_WARMUP_CALLS warm-up calls, then LATENCY_CALLS calls each
+    after a barrier; each rank's median, then the slowest rank's (max over ranks). Every rank
+    must call this with the same ops, in the same order."""
+    info = RankInfo(dist.get_rank(), world, 0, 1)
+    sync = synchroniser(device)
+    out = {}
+    for op in ops:
+        fn = collective_call(op, coll.latency_elements(op, world), torch.float32, device, info)
+        for _ in range(coll.LATENCY_WARMUP_CALLS):
+            _timed(fn, sync)
+        median = statistics.median(_timed(fn, sync) for _ in range(coll.LATENCY_CALLS))
+        medians = [None] * world
+        dist.all_gather_object(medians, median)
+        out[op] = max(medians)
+    return out
+
+
+def latency_method(backend: str, world: int) -> str:
+    return (
+        f"{backend}, {world} ranks: each op's smallest message (1 fp32 element; 1 per rank, "
+        f"{world} in all, for all_gather, reduce_scatter and all_to_all; send/recv a ring, each "
+        f"rank to the next), {coll.LATENCY_WARMUP_CALLS} warm-up calls then "
+        f"{coll.LATENCY_CALLS} calls each after a barrier; alpha = each rank's median, the "
+        "slowest rank's (max over ranks)"
+    )
+
+
+def link_ceiling(profile: str, device: torch.device, backend: str, world: int, ops=None) -> dict:
+    """The link bandwidth beta t_comm divides by: a broadcast from rank 0 (busbw = algbw), best
+    of LINK_TRIALS trials of three calls; on known GPUs the datasheet figure beside it. With it,
+    each collective op's latency alpha (`latency_s`, by op; `ops`: the suite's, by default)."""
     if world < 2:
         return {"available": False, "reason": "one rank: nothing crosses a link"}
+    if ops is None:
+        ops = tuple(dict.fromkeys(m.op for m in coll.messages(profile)))
     size = coll.LINK_MESSAGE_BYTES[profile]
     x = torch.zeros(size // 4, dtype=torch.float32, device=device)
     sync = synchroniser(device)
@@ -203,6 +244,8 @@ def link_ceiling(profile: str, device: torch.device, backend: str, world: int) -
         "high": best,
         "datasheet": None,
         "datasheet_ref": "",
+        "latency_s": collective_latency(ops, device, world),
+        "latency_method": latency_method(backend, world),
     }
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)

@@ -23,7 +23,7 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import environment, sensors
+from reviewkit.measure import environment, overhead, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import (
     device_fingerprint,
@@ -149,6 +149,9 @@ def _base_record(spec: WorkloadSpec, reproduce: str) -> dict:
         "warmup_samples_s": [],
         "stopped_by": None,
         "energy": energy_absent("not measured"),
+        # the overhead phase fills both after the rounds (measure/overhead.py)
+        "overhead": {"available": False, "method": "not-measured", "reason": "not measured"},
+        "op_profile": None,
         "reproduce": reproduce,
     }
 
@@ -330,12 +333,13 @@ def measure_rounds(
     device: torch.device,
     energy: EnergySource | None,
     progress: Callable[[str, int, int], None],
+    builder: rounds_mod.BuildCache | None = None,
 ) -> None:
     """Measure every workload in the plan's rounds, each round in its own order, merging each
     round into the workload's record in place. A workload that failed, or has used its whole
     budget, sits out the later rounds."""
     total = plan.rounds * len(specs)
-    builder = rounds_mod.BuildCache(kernels.build)
+    builder = builder or rounds_mod.BuildCache(kernels.build)
     for r, order in enumerate(plan.orders):
         one_round = rounds_mod.round_policy(policy, plan.rounds, first=r == 0)
         for step, i in enumerate(order):
@@ -451,6 +455,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         _base_record(s, reproduce_command(s, request.profile, device, threads)) for s in specs
     ]
     doc["workloads"] = records
+    phases: dict[str, float] = {}
     try:
         obtained = obtain(
             device, request.dtypes, request.profile,
@@ -458,10 +463,20 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
             request.recalibrate, lambda step: progress(step, 0, len(specs)),
         )  # fmt: skip
         doc["ceilings"] = obtained.ceilings()
+        phases["ceilings"] = time.time() - started
+        builder = rounds_mod.BuildCache(kernels.build)
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
-                       progress)  # fmt: skip
+                       progress, builder)  # fmt: skip
+        phases["workloads"] = time.time() - started - phases["ceilings"]
+        begun = time.time()
+        doc["overhead_probe"] = overhead.measure_overheads(
+            specs, records, device, builder, progress, overhead.FLOOR_POLICIES[request.profile]
+        )
+        phases["overhead"] = time.time() - begun
         doc["complete"] = True
     except KeyboardInterrupt:
         mark_interrupted(doc)
     doc["wall_s"] = round(time.time() - started, 3)
+    # Where the run's wall time went: the overhead phase is held under 15% of it.
+    doc["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     return doc

@@ -140,7 +140,11 @@ def _remember(memo: dict, key, value):
 
 
 def load_analysed(
-    path: Path, review_file: Path, key: str, device_profile: tuple[Path, dict] | None = None
+    path: Path,
+    review_file: Path,
+    key: str,
+    device_profile: tuple[Path, dict] | None = None,
+    below_roof_share: float | None = None,
 ) -> tuple[str, dict]:
     """(content hash, analysed run). The run is shared between callers: read, never modify.
 
@@ -150,6 +154,8 @@ def load_analysed(
     digest = _content_key(path)
     if device_profile is not None:
         digest = f"{digest}+profile:{device_profile[1]['hash']}"
+    if below_roof_share is not None:
+        digest = f"{digest}+below-roof:{below_roof_share!r}"
     if digest in _analysed:
         return digest, _analysed[digest]
     try:
@@ -158,7 +164,7 @@ def load_analysed(
         raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
     if device_profile is not None:
         doc = _on_profile(doc, path, review_file, key, *device_profile)
-    return digest, _remember(_analysed, digest, analyse_run(doc))
+    return digest, _remember(_analysed, digest, analyse_run(doc, below_roof_share))
 
 
 def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path, profile: dict):
@@ -212,9 +218,10 @@ def run_check(
             pinned = (review.device_profile, profiles.load(review.device_profile))
         except InputError as exc:
             raise InputError(f"{review.path}: key 'runs.device_profile': {exc}") from exc
-    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline", pinned)
+    roof = rubric.below_roof_share
+    base_loaded = load_analysed(review.baseline, review.path, "runs.baseline", pinned, roof)
     cand_loaded = [
-        (p, load_analysed(p, review.path, f"runs.candidates[{i}]", pinned))
+        (p, load_analysed(p, review.path, f"runs.candidates[{i}]", pinned, roof))
         for i, p in enumerate(review.candidates)
     ]
     baseline = base_loaded[1]

@@ -59,6 +59,9 @@ class Rubric:
     # discovery rate over its p99 tests, the ceiling shift that is a finding. None when the
     # rubric has no such table: verdicts are then statistical only, and reports say so.
     margins: Margins | None = None
+    # [roofline] below_roof_share: under this share of its kernel time at the roof, a workload is
+    # flagged below-roof (None: the default rubric's).
+    below_roof_share: float | None = None
 
     def item(self, item_id: str) -> RubricItem | None:
         return next((i for i in self.items if i.id == item_id), None)
@@ -186,7 +189,29 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
         sections=tuple(sections),
         items=tuple(items),
         margins=_margins(where, doc.get("verdicts")),
+        below_roof_share=_roofline(where, doc.get("roofline")),
     )
+
+
+def _roofline(where: str, raw: object) -> float | None:
+    """The [roofline] table: below_roof_share, a share above 0 and at most 1."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: [roofline] must be a table")
+    for key in raw:
+        if key != "below_roof_share":
+            raise InputError(
+                f"{where}: [roofline] unknown key {shown(key)}{closest(key, ['below_roof_share'])}"
+            )
+    value = raw.get("below_roof_share")
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not 0 < value <= 1:
+        raise InputError(
+            f"{where}: [roofline] below_roof_share = {shown(value)}: expected a share above 0 and "
+            "at most 1 (0.5: flag a workload whose roof is under half its kernel time)"
+        )
+    return float(value)
 
 
 # [verdicts] key -> (lowest, highest) it may take: a margin of half the baseline or more would

@@ -125,12 +125,30 @@ def input_hash(folder: Path, salt: str) -> str:
     return digest.hexdigest()
 
 
+# How the index names a class that is not one: no class given (a run recorded before overhead
+# was measured, whose roof explains too little of its time), or none recorded at all.
+UNCLASSIFIED_SUMMARY = "unclassified (overhead not measured)"
+NO_CLASS = "unknown"
+
+
+def bottleneck_summary(bottlenecks: list[dict]) -> str:
+    """The candidates' layer types by class, the class holding most first; layer types with no
+    class ("unclassified", or none recorded) last, so they are never read as the dominant one."""
+    from reviewkit.analysis.bottleneck import UNCLASSIFIED
+
+    by_class: dict[str, list[str]] = {}
+    for b in bottlenecks:
+        cls = b["candidate_class"] or NO_CLASS
+        name = UNCLASSIFIED_SUMMARY if cls == UNCLASSIFIED else cls
+        layers = by_class.setdefault(name, [])
+        if b["layer_type"] not in layers:  # several candidates: a layer type once per class
+            layers.append(b["layer_type"])
+    unsure = (UNCLASSIFIED_SUMMARY, NO_CLASS)
+    dominant = sorted(by_class.items(), key=lambda kv: (kv[0] in unsure, -len(kv[1])))
+    return "; ".join(f"{cls}: {', '.join(layers)}" for cls, layers in dominant)
+
+
 def _summary(slug: str, model: dict) -> dict:
-    bottlenecks: dict[str, str] = {}
-    for b in model["bottlenecks"]:
-        bottlenecks.setdefault(b["candidate_class"] or "unknown", [])
-        bottlenecks[b["candidate_class"] or "unknown"].append(b["layer_type"])
-    dominant = sorted(bottlenecks.items(), key=lambda kv: -len(kv[1]))
     return {
         "slug": slug,
         "title": model["title"],
@@ -149,7 +167,7 @@ def _summary(slug: str, model: dict) -> dict:
             }
             for f in model["red_flags"]
         ],
-        "bottleneck_summary": "; ".join(f"{cls}: {', '.join(layers)}" for cls, layers in dominant),
+        "bottleneck_summary": bottleneck_summary(model["bottlenecks"]),
         "headline": model["headline"],
         "has_pdf": False,
     }

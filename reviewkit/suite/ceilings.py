@@ -1,6 +1,6 @@
 """Device ceilings: the datasheet table, and the rule that picks the peak MFU is measured against.
 
-design.md: a GPU found in the datasheet table uses its datasheet dense peak for MFU (the
+docs/metrics.md: a GPU found in the datasheet table uses its datasheet dense peak for MFU (the
 convention of published MFU figures) with the measured ceiling beside it; any other device
 (most CPUs) uses the measured ceiling and says so.
 """

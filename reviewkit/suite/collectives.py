@@ -7,7 +7,10 @@ n ranks, the algorithm bandwidth is S / t and the bus bandwidth is algbw x a fac
 it comparable to the link's peak, independent of n: all_reduce 2(n-1)/n (a ring reduce-scatter
 then all-gather moves each byte 2(n-1)/n times over each link); all_gather, reduce_scatter and
 all_to_all (n-1)/n; broadcast, reduce and send/recv 1. The bytes on the wire per rank are
-S x that factor, so t_comm = S x factor / link bandwidth (design.md, "Communication").
+S x that factor. A call also pays a fixed latency alpha whatever its size (the handshake, the
+host's own issue cost, the backend's progress), so t_comm = alpha + S x factor / beta
+(docs/metrics.md, "Communication"): beta the link's bandwidth, alpha the op's time at its
+smallest message.
 """
 
 from __future__ import annotations
@@ -52,11 +55,31 @@ def wire_bytes(op: str, message_bytes: float, world_size: int) -> float:
     return message_bytes * bus_factor(op, world_size)
 
 
-def comm_time_s(op: str, message_bytes: float, world_size: int, link_bytes_per_s: float) -> float:
-    """design.md's t_comm: bytes on the wire over the interconnect's bandwidth."""
+def comm_time_s(
+    op: str,
+    message_bytes: float,
+    world_size: int,
+    link_bytes_per_s: float,
+    latency_s: float = 0.0,
+) -> float:
+    """docs/metrics.md's t_comm = alpha + wire bytes / beta: the op's smallest-message latency plus
+    the bytes on the wire over the interconnect's bandwidth (alpha 0: the bandwidth term alone).
+    Nothing leaves the process on one rank: no wire bytes, no latency."""
     if link_bytes_per_s <= 0:
         raise ValueError(f"link bandwidth must be positive, got {link_bytes_per_s}")
-    return wire_bytes(op, message_bytes, world_size) / link_bytes_per_s
+    if latency_s < 0:
+        raise ValueError(f"latency must not be negative, got {latency_s}")
+    wire = wire_bytes(op, message_bytes, world_size)
+    return (latency_s if wire else 0.0) + wire / link_bytes_per_s
+
+
+def latency_elements(op: str, world_size: int) -> int:
+    """The smallest message of `op` alpha is measured with: one element, or one per rank where
+    the op splits its buffer into per-rank shards (all_gather gathers one from each rank,
+    reduce_scatter and all_to_all hand one to each)."""
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}")
+    return world_size if op in (ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL) else 1
 
 
 @dataclass(frozen=True)
@@ -126,6 +149,15 @@ STRAGGLER_RATIO = 1.10
 # takes its compute peaks.
 LINK_MESSAGE_BYTES = {"smoke": 4 * MIB, "quick": 64 * MIB, "full": 256 * MIB}
 LINK_TRIALS = 5
+# The in-run latency alpha of each op: its smallest message (`latency_elements`), a few warm-up
+# calls (the first call of an op connects its buffers), then LATENCY_CALLS timed calls, each
+# after a barrier; alpha is each rank's median, the slowest rank's. 50 calls: the median of 50
+# lies between the 18th and 33rd sample with 97% confidence (order statistics), and the six ops
+# take 0.2-0.4 s on gloo over loopback on a 2-core VM (a barrier plus a one-element call is
+# 0.5-1 ms there). Run to run the medians there agree within about 25%, the VM's own noise:
+# 200 calls narrowed that to about 10% at four times the cost (over a second).
+LATENCY_WARMUP_CALLS = 5
+LATENCY_CALLS = 50
 # The compute workloads every rank also measures, to find stragglers: the suite's first gemm
 # and its first norm (one compute-bound, one memory-bound): the first of each layer type.
 STRAGGLER_PROBES = ("gemm", "norm")

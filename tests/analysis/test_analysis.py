@@ -1,14 +1,19 @@
-"""Roofline numbers against hand-worked cases (design.md's definitions, term by term)."""
+"""Roofline numbers against hand-worked cases (docs/metrics.md's definitions, term by term)."""
 
 import pytest
 
+from reviewkit.analysis.bottleneck import lever, per_op_roof
 from reviewkit.analysis.roofline import (
+    BELOW_ROOF,
+    COMMUNICATION_BOUND,
     COMPUTE_BOUND,
     FASTER_THAN_ROOFLINE,
     MEMORY_BOUND,
     NOISY,
     OVERHEAD_BOUND,
+    OVERHEAD_OVERESTIMATED,
     TAIL_RISK,
+    UNCLASSIFIED,
     aggregate,
     analyse_run,
     energy_aggregate,
@@ -20,11 +25,12 @@ from reviewkit.analysis.roofline import (
 
 P = 1e12  # peak FLOP/s
 W = 1e11  # peak bytes/s; ridge point P/W = 10 FLOP/byte
+SHARE = 0.5  # the default rubric's [roofline] below_roof_share
 
 
 def test_compute_bound_by_hand():
-    # F=1e9, B=1e6: t_c = 1e9/1e12 = 1 ms, t_m = 1e6/1e11 = 10 us; measured t = 1.25 ms.
-    r = roofline(1e9, 1e6, 1.25e-3, P, W)
+    # F=1e9, B=1e6: t_c = 1e9/1e12 = 1 ms, t_m = 1e6/1e11 = 10 us; t = 1.25 ms, t_o = 50 us.
+    r = roofline(1e9, 1e6, 1.25e-3, P, W, overhead_s=50e-6)
     assert r.compute_time_s == pytest.approx(1e-3)
     assert r.memory_time_s == pytest.approx(1e-5)
     assert r.mfu == pytest.approx(0.8)  # 1 / 1.25
@@ -32,70 +38,154 @@ def test_compute_bound_by_hand():
     assert r.achieved_flops_per_s == pytest.approx(8e11)
     assert r.arithmetic_intensity == pytest.approx(1000)
     assert r.ridge_point == pytest.approx(10)
+    d = r.decomposition
+    # t_k = 1.25 - 0.05 = 1.2 ms; compute = min(1, 1.2) / 1.25 = 0.8; stall: t_m < t_c -> 0
+    assert d.kernel_time_s == pytest.approx(1.2e-3)
     assert r.compute_fraction == pytest.approx(0.8)
-    assert r.memory_stall_fraction == 0  # t_m < t_c: no stall beyond compute
-    assert r.overhead_fraction == pytest.approx(0.2)  # (1.25 - 1) / 1.25
+    assert r.memory_stall_fraction == 0
+    assert r.overhead_fraction == pytest.approx(0.04)  # 0.05 / 1.25
+    assert r.inefficiency_fraction == pytest.approx(0.16)  # 1 - 0.8 - 0.04 = (1.2 - 1) / 1.25
+    assert d.roof_share == pytest.approx(1 / 1.2)  # t_roof / t_k
     assert r.bottleneck == COMPUTE_BOUND
-    assert not r.faster_than_roofline
+    assert not d.below_roof and not r.faster_than_roofline
 
 
 def test_memory_bound_by_hand():
-    # F=1e6, B=1e8: t_c = 1 us, t_m = 1 ms; t = 1.25 ms.
-    r = roofline(1e6, 1e8, 1.25e-3, P, W)
+    # F=1e6, B=1e8: t_c = 1 us, t_m = 1 ms; t = 1.25 ms, t_o = 0.25 ms -> t_k = 1 ms.
+    r = roofline(1e6, 1e8, 1.25e-3, P, W, overhead_s=0.25e-3)
     assert r.compute_fraction == pytest.approx(0.0008)  # 1e-6 / 1.25e-3
     assert r.memory_stall_fraction == pytest.approx(0.7992)  # (1e-3 - 1e-6) / 1.25e-3
-    assert r.overhead_fraction == pytest.approx(0.2)  # (1.25e-3 - 1e-3) / 1.25e-3
+    assert r.overhead_fraction == pytest.approx(0.2)
+    assert r.inefficiency_fraction == pytest.approx(0.0, abs=1e-12)
     assert r.bottleneck == MEMORY_BOUND
 
 
-def test_overhead_bound_by_hand():
-    # F=1e6, B=1e6: t_c = 1 us, t_m = 10 us; t = 100 us: 90% of the time is neither.
-    r = roofline(1e6, 1e6, 1e-4, P, W)
-    assert r.compute_fraction == pytest.approx(0.01)
-    assert r.memory_stall_fraction == pytest.approx(0.09)
-    assert r.overhead_fraction == pytest.approx(0.9)
+def test_a_floor_of_80_percent_is_overhead_bound():
+    # Fake clock: t = 100 us, floor 80 us, roof t_c = 1 us, t_m = 10 us. t_k = 20 us:
+    # compute 1%, stall 9%, overhead 80%, inefficiency 10%.
+    r = roofline(1e6, 1e6, 1e-4, P, W, overhead_s=80e-6)
+    assert (r.compute_fraction, r.memory_stall_fraction) == pytest.approx((0.01, 0.09))
+    assert r.overhead_fraction == pytest.approx(0.8)
+    assert r.inefficiency_fraction == pytest.approx(0.1)
     assert r.bottleneck == OVERHEAD_BOUND
+    assert "batching" in lever(r.decomposition)
 
 
-def test_overhead_threshold_is_inclusive():
-    # t_c = 1 ms, t = 2 ms: overhead fraction exactly 0.5 -> overhead-bound (design.md: "at least").
-    assert roofline(1e9, 1e6, 2e-3, P, W).bottleneck == OVERHEAD_BOUND
+def test_a_floor_of_1_percent_at_35_percent_of_roof_is_compute_bound_below_roof():
+    # The 27 ms causal attention: t = 27 ms, floor 0.27 ms (1%), t_c = 0.35 x 26.73 ms =
+    # 9.3555 ms (F = 9.3555e9 at P = 1e12), t_m small. t_k = 26.73 ms, share = 0.35 < 0.5.
+    r = roofline(9.3555e9, 1e6, 27e-3, P, W, overhead_s=0.27e-3)
+    d = r.decomposition
+    assert r.overhead_fraction == pytest.approx(0.01)
+    assert d.roof_share == pytest.approx(0.35)
+    assert r.bottleneck == COMPUTE_BOUND and d.below_roof
+    assert r.inefficiency_fraction == pytest.approx(1 - 0.01 - 9.3555 / 27)
+    assert BELOW_ROOF in flags(r, tail_ratio=1.0)
+    assert lever(d).startswith("the kernel or the mapping")
+
+
+def test_overhead_bound_is_judged_on_the_interval_lower_bound():
+    # t = 100 us (interval up to 110 us), floor 55 us (interval down to 50 us): the point
+    # fraction 0.55 is over 0.5, but the lower bound min(50, 110) / 110 = 0.4545 is not.
+    r = roofline(1e6, 1e6, 1e-4, P, W, overhead_s=55e-6, time_high_s=110e-6,
+                 overhead_low_s=50e-6)  # fmt: skip
+    assert r.overhead_fraction == pytest.approx(0.55)
+    assert r.decomposition.overhead_fraction_low == pytest.approx(50 / 110)
+    assert r.bottleneck == MEMORY_BOUND  # the roof's dominant term: t_m 10 us > t_c 1 us
+    # With a tight interval (lower bound 0.55) it is overhead-bound; at exactly 0.5, too.
+    assert roofline(1e6, 1e6, 1e-4, P, W, overhead_s=55e-6).bottleneck == OVERHEAD_BOUND
+    assert roofline(1e6, 1e6, 1e-4, P, W, overhead_s=50e-6).bottleneck == OVERHEAD_BOUND
 
 
 def test_faster_than_roofline_is_clamped_and_flagged():
-    # t_c = 1 ms but t = 0.5 ms: MFU reads 2.0; the fractions clamp to compute = 1.
-    r = roofline(1e9, 1e6, 5e-4, P, W)
+    # t_c = 1 ms but t = 0.5 ms, floor 10 us: MFU reads 2.0; compute clamps to the kernel time.
+    r = roofline(1e9, 1e6, 5e-4, P, W, overhead_s=1e-5)
     assert r.mfu == pytest.approx(2.0)
-    assert (r.compute_fraction, r.memory_stall_fraction, r.overhead_fraction) == (1.0, 0.0, 0.0)
+    assert r.compute_fraction == pytest.approx(0.98)  # t_k = 0.49 ms, all of it compute
+    assert r.overhead_fraction == pytest.approx(0.02)
+    assert r.inefficiency_fraction == pytest.approx(0.0, abs=1e-12)
     assert r.faster_than_roofline
     assert FASTER_THAN_ROOFLINE in flags(r, tail_ratio=1.0)
+    assert OVERHEAD_OVERESTIMATED not in flags(r, tail_ratio=1.0)  # t < t_roof: not this case
 
 
-def test_memory_side_clamp():
-    # F=0, t_m = 1 ms, t = 0.5 ms (cache-resident data): stall clamps to the whole time.
-    r = roofline(0, 1e8, 5e-4, P, W)
-    assert (r.compute_fraction, r.memory_stall_fraction, r.overhead_fraction) == (0.0, 1.0, 0.0)
+def test_overhead_overestimated_keeps_the_roof_whole():
+    # t = 1.1 ms >= t_roof = 1 ms, but a floor of 0.3 ms leaves t_k = 0.8 ms < t_roof: the
+    # floor over-measured. t_o becomes t - t_roof = 0.1 ms; compute 1/1.1, overhead 0.1/1.1.
+    r = roofline(1e9, 1e6, 1.1e-3, P, W, overhead_s=0.3e-3)
+    d = r.decomposition
+    assert d.overhead_overestimated and not d.faster_than_roofline
+    assert d.overhead_time_s == pytest.approx(0.1e-3)
+    assert r.compute_fraction == pytest.approx(1 / 1.1)
+    assert r.overhead_fraction == pytest.approx(0.1 / 1.1)
+    assert d.roof_share == pytest.approx(1.0)
+    assert OVERHEAD_OVERESTIMATED in flags(r, tail_ratio=1.0)
+
+
+def test_a_collective_is_communication_bound_with_its_latency_in_communication():
+    # 4 MiB all-reduce on 2 ranks: t_comm = alpha 50 us + 4 MiB / 1 GB/s = 4.2443 ms; its own
+    # compute and memory roofs are microseconds. t = 40 ms, t_o = 0 (host cost is inside alpha):
+    # share of roof 4.2443 / 40 = 0.106 -> communication-bound, below roof.
+    t_comm = 50e-6 + 4 * 2**20 / 1e9
+    r = roofline(2**20, 8 * 2**20, 40e-3, P, W, t_comm, overhead_s=0.0)
+    d = r.decomposition
+    t_m = 8 * 2**20 / W  # 83.9 us
+    assert r.bottleneck == COMMUNICATION_BOUND and d.below_roof
+    assert r.communication_fraction == pytest.approx(t_comm / 40e-3)
+    assert r.memory_stall_fraction == pytest.approx((t_m - 2**20 / P) / 40e-3)
+    assert d.roof_share == pytest.approx((t_m + t_comm) / 40e-3)
+    assert r.overhead_fraction == 0.0
+    assert "overlap" in lever(d)
+
+
+def test_composite_is_classified_by_its_per_op_roof_with_fusion_headroom():
+    # A block of F = 2e9, B = 2e6 (fused: t_c 2 ms, t_m 20 us -> compute). Its ops: a GEMM
+    # (t_c 2 ms, t_m 0.1 ms) and 3 vector ops of t_c 1 us, t_m 1 ms each: per-op roof
+    # 2 + 3 x 1 = 5 ms, 3 ms of it memory-dominated -> memory-bound; headroom (5 - 2) / 6 = 0.5.
+    per_op = per_op_roof([(2e-3, 0.1e-3, 1), (1e-6, 1e-3, 3)])
+    assert per_op.roof_time_s == pytest.approx(5e-3)
+    r = roofline(2e9, 2e6, 6e-3, P, W, overhead_s=0.3e-3, per_op=per_op)
     assert r.bottleneck == MEMORY_BOUND
-    assert r.faster_than_roofline
+    assert r.fusion_headroom_fraction == pytest.approx(0.5)
+    # compute = (2 ms + 3 us) / 6 ms; stall = 3 x (1 ms - 1 us) / 6 ms
+    assert r.compute_fraction == pytest.approx(2.003e-3 / 6e-3)
+    assert r.memory_stall_fraction == pytest.approx(2.997e-3 / 6e-3)
+    assert r.overhead_fraction == pytest.approx(0.05)
+    assert r.mfu == pytest.approx(2 / 6)  # MFU keeps the analytic F
+
+
+def test_unmeasured_overhead_is_never_called_overhead():
+    # A schema-5 bundle: t = 100 us, t_roof = 10 us -> 10% of t, under 0.5: unclassified.
+    r = roofline(1e6, 1e6, 1e-4, P, W)
+    d = r.decomposition
+    assert r.bottleneck == UNCLASSIFIED and "overhead not measured" in d.note
+    assert r.overhead_fraction is None and r.inefficiency_fraction is None
+    assert d.unattributed_fraction == pytest.approx(0.9)  # 1 - 0.01 - 0.09
+    # Roof 80% of t: gets its roof class, its share a lower bound.
+    r = roofline(1e9, 1e6, 1.25e-3, P, W)
+    assert r.bottleneck == COMPUTE_BOUND and r.decomposition.roof_share == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize(
-    "flops,bytes_,t",
-    [(1e9, 1e6, 3e-3), (1e6, 1e8, 2e-3), (5e8, 5e7, 6e-4), (1e9, 1e9, 1e-4), (0, 0, 1e-6)],
-)
-def test_fractions_sum_to_one(flops, bytes_, t):
-    r = roofline(flops, bytes_, t, P, W)
-    assert r.compute_fraction + r.memory_stall_fraction + r.overhead_fraction == pytest.approx(1)
+    "flops,bytes_,t,t_o",
+    [(1e9, 1e6, 3e-3, 1e-4), (1e6, 1e8, 2e-3, 0.0), (5e8, 5e7, 6e-4, 5e-4), (1e9, 1e9, 1e-4, 0),
+     (0, 0, 1e-6, 2e-6), (1e9, 1e6, 1.1e-3, 0.5e-3)],
+)  # fmt: skip
+def test_five_fractions_sum_to_one(flops, bytes_, t, t_o):
+    r = roofline(flops, bytes_, t, P, W, 1e-5, overhead_s=t_o)
+    total = sum(v for k, v in r.decomposition.fractions().items() if k != "unattributed")
+    assert total == pytest.approx(1)
+    assert all(v >= 0 for v in r.decomposition.fractions().values())
 
 
 def test_tail_risk_flag_at_threshold():
-    r = roofline(1e9, 1e6, 1.25e-3, P, W)
-    assert TAIL_RISK in flags(r, tail_ratio=1.5)  # design.md: p99 / p50 >= 1.5
+    r = roofline(1e9, 1e6, 1.25e-3, P, W, overhead_s=0.0)
+    assert TAIL_RISK in flags(r, tail_ratio=1.5)  # docs/metrics.md: p99 / p50 >= 1.5
     assert TAIL_RISK not in flags(r, tail_ratio=1.49)
 
 
 def test_noisy_flag():
-    r = roofline(1e9, 1e6, 1.25e-3, P, W)
+    r = roofline(1e9, 1e6, 1.25e-3, P, W, overhead_s=0.0)
     assert flags(r, tail_ratio=1.0, noisy=True) == [NOISY]
     assert flags(r, tail_ratio=1.0) == []
 
@@ -106,34 +196,45 @@ def test_rejects_non_positive_time():
 
 
 def test_layer_aggregate_is_time_weighted():
-    a = roofline(1e9, 1e6, 1.25e-3, P, W)  # gemm: t_c 1 ms, stall 0
-    b = roofline(1e6, 1e8, 1.25e-3, P, W)  # gemm: t_c 1 us, stall 0.999 ms
-    c = roofline(1e6, 1e6, 2.5e-3, P, W)  # norm: 2.5 ms
-    agg = aggregate([("gemm", a), ("gemm", b), ("norm", c)])
+    a = roofline(1e9, 1e6, 1.25e-3, P, W, overhead_s=0.05e-3)  # t_c 1 ms, overhead 0.05 ms
+    b = roofline(1e6, 1e8, 1.25e-3, P, W, overhead_s=0.25e-3)  # t_c 1 us, stall 0.999 ms
+    c = roofline(1e6, 1e6, 2.5e-3, P, W, overhead_s=2e-3)  # norm: 2.5 ms, overhead-bound
+    agg = aggregate([("gemm", a), ("gemm", b), ("norm", c)], SHARE)
     g = agg["gemm"]
     # MFU = (1e-3 + 1e-6) / 2.5e-3 = 0.4004; stall = (0 + 0.999e-3) / 2.5e-3 = 0.3996
     assert g.mfu == pytest.approx(0.4004)
     assert g.memory_stall_fraction == pytest.approx(0.3996)
-    # overhead = (0.25e-3 + 0.25e-3) / 2.5e-3 = 0.2
-    assert g.overhead_fraction == pytest.approx(0.2)
+    # overhead = (0.05 + 0.25) / 2.5 = 0.12; inefficiency = (0.2 + 0) / 2.5 = 0.08
+    assert g.overhead_fraction == pytest.approx(0.12)
+    assert g.inefficiency_fraction == pytest.approx(0.08)
+    # roof share = sum t_roof / sum t_k = (1 + 1) / (1.2 + 1.0) ms
+    assert g.roof_share == pytest.approx(2 / 2.2)
     assert g.time_share == pytest.approx(0.5)  # 2.5 ms of 5 ms
     assert agg["norm"].time_share == pytest.approx(0.5)
+    assert agg["norm"].bottleneck == OVERHEAD_BOUND  # 2 / 2.5 = 0.8 of its time
     # sum t_m = 1e-5 + 1e-3 > sum t_c = 1.001e-3 -> memory-bound by the same rule
     assert g.bottleneck == MEMORY_BOUND
     assert g.workloads == 2
     assert g.faster_than_roofline == 0
 
 
+def test_layer_aggregate_without_measured_overhead_says_so():
+    a = roofline(1e6, 1e6, 1e-4, P, W)  # roof 10% of t
+    agg = aggregate([("norm", a)], SHARE)["norm"]
+    assert agg.bottleneck == UNCLASSIFIED
+    assert agg.overhead_fraction is None and agg.unattributed_fraction == pytest.approx(0.9)
+
+
 def test_layer_aggregate_counts_faster_than_roofline_workloads():
-    fast = roofline(1e9, 1e6, 5e-4, P, W)  # beats t_c = 1 ms
-    agg = aggregate([("gemm", fast), ("gemm", roofline(1e9, 1e6, 1.25e-3, P, W))])
+    fast = roofline(1e9, 1e6, 5e-4, P, W, overhead_s=0.0)  # beats t_c = 1 ms
+    agg = aggregate([("gemm", fast), ("gemm", roofline(1e9, 1e6, 1.25e-3, P, W, overhead_s=0))])
     assert agg["gemm"].faster_than_roofline == 1
     # (1 ms + 1 ms) / (0.5 ms + 1.25 ms): an MFU above 100% that the count explains.
     assert agg["gemm"].mfu == pytest.approx(2e-3 / 1.75e-3)
 
 
-def _raw_workload(dtype, flops, bytes_, samples):
-    return {
+def _raw_workload(dtype, flops, bytes_, samples, overhead=None):
+    w = {
         "id": f"x.{dtype}",
         "layer_type": "gemm",
         "dtype": dtype,
@@ -142,14 +243,19 @@ def _raw_workload(dtype, flops, bytes_, samples):
         "bytes": bytes_,
         "samples_s": samples,
     }
+    if overhead is not None:
+        w["overhead"] = overhead
+    return w
 
 
 def test_analyse_run_recomputes_from_samples():
-    # Median of [1, 1.25, 1.5] ms = 1.25 ms -> the compute-bound hand case above.
+    # Median of [1, 1.25, 1.5] ms = 1.25 ms -> the compute-bound hand case above, its floor
+    # call's median 50 us.
+    floor = {"available": True, "method": "floor-call", "samples_s": [40e-6, 50e-6, 60e-6]}
     doc = {
         "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
         "workloads": [
-            _raw_workload("fp32", 1e9, 1e6, [1.5e-3, 1.0e-3, 1.25e-3]),
+            _raw_workload("fp32", 1e9, 1e6, [1.5e-3, 1.0e-3, 1.25e-3], floor),
             {**_raw_workload("fp32", 1, 1, []), "id": "failed", "status": "unsupported"},
         ],
     }
@@ -157,10 +263,23 @@ def test_analyse_run_recomputes_from_samples():
     w = doc["workloads"][0]
     assert w["stats"]["p50_s"] == pytest.approx(1.25e-3)
     assert w["mfu"] == pytest.approx(0.8)
-    assert w["fractions"]["overhead"] == pytest.approx(0.2)
+    assert w["fractions"]["overhead"] == pytest.approx(0.04)
+    assert w["fractions"]["inefficiency"] == pytest.approx(0.16)
+    assert w["overhead_method"] == "floor-call" and w["bottleneck"] == COMPUTE_BOUND
     assert doc["workloads"][1]["mfu"] is None
     assert doc["layer_types"]["gemm"]["mfu"] == pytest.approx(0.8)
     assert doc["layer_types_by_dtype"]["fp32"]["gemm"]["workloads"] == 1
+
+
+def test_analyse_run_reads_a_graph_replay_as_eager_minus_replay():
+    # Eager median 30 us, CUDA-graph replay median 18 us: t_o = 12 us of 30 us = 0.4.
+    graph = {"available": True, "method": "cuda-graph", "samples_s": [17e-6, 18e-6, 19e-6]}
+    doc = {
+        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+        "workloads": [_raw_workload("fp32", 1e6, 1e6, [29e-6, 30e-6, 31e-6], graph)],
+    }
+    analyse_run(doc)
+    assert doc["workloads"][0]["fractions"]["overhead"] == pytest.approx(0.4)
 
 
 # --- energy: work per joule over the measured window ------------------------------------------

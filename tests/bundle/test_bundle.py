@@ -45,7 +45,7 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # the temp file is gone
 
 
-@pytest.mark.parametrize("version", [6, 0, None, "5", True, 5.0])
+@pytest.mark.parametrize("version", [7, 0, None, "5", True, 5.0])
 def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version):
     write_run(tmp_path, MINIMAL)
     doc = json.loads((tmp_path / "run.json").read_text())
@@ -55,13 +55,33 @@ def test_refuses_other_schema_versions_naming_file_and_remedy(tmp_path, version)
         load_run(tmp_path)
     message = str(info.value)
     assert message.startswith(str(tmp_path / "run.json"))  # names the file
-    assert f"schema_version {version!r} but this reviewkit reads version 5" in message
-    assert "migrates version 1, 2, 3, 4 on load" in message
+    assert f"schema_version {version!r} but this reviewkit reads version 6" in message
+    assert "migrates version 1, 2, 3, 4, 5 on load" in message
     assert "re-measure with `reviewkit run`" in message  # and what to do
 
 
-def test_schema_version_is_5():
-    assert SCHEMA_VERSION == 5
+def test_schema_version_is_6():
+    assert SCHEMA_VERSION == 6
+
+
+def test_v5_bundle_migrates_with_overhead_not_measured(tmp_path):
+    """Before schema 6 no overhead was measured: each workload says so, and the analysis never
+    reads its unexplained time as overhead (a roof under half of t is unclassified)."""
+    from reviewkit.analysis.roofline import UNCLASSIFIED, analyse_run
+
+    v5 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 5, "distributed": None,
+          "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
+          "workloads": [{**W, "id": "a", "round_sizes": [3], "flops": 1e6, "bytes": 1e6,
+                         "samples_s": [1e-4, 1e-4, 1e-4]}]}  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(v5))
+    doc = load_run(tmp_path)
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 5
+    record = doc["workloads"][0]["overhead"]
+    assert record["available"] is False and record["method"] == "not-measured"
+    assert "schema 5" in record["reason"]
+    w = analyse_run(doc, below_roof_share=0.5)["workloads"][0]
+    # t = 100 us, t_roof = max(1 us, 10 us) = 10 us: 10% of t, under 0.5
+    assert w["bottleneck"] == UNCLASSIFIED and w["fractions"]["overhead"] is None
 
 
 def test_v4_bundle_migrates_to_one_process(tmp_path):
@@ -70,9 +90,10 @@ def test_v4_bundle_migrates_to_one_process(tmp_path):
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v4))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 5 and doc["migrated_from"] == 4
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 4
     assert doc["distributed"] is None
-    assert doc["workloads"] == v4["workloads"]
+    assert [{k: v for k, v in w.items() if k != "overhead"} for w in doc["workloads"]] == \
+        v4["workloads"]
 
 
 def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
@@ -82,7 +103,7 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v3))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 5 and doc["migrated_from"] == 3
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 3
     assert doc["ceilings"]["compute"] == ceilings["compute"]
     assert doc["ceilings"]["bandwidth"] == ceilings["bandwidth"]
     assert "memory" not in doc["ceilings"]
@@ -90,12 +111,12 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
     assert "before device profiles" in doc["ceilings"]["profile"]["reason"]
 
 
-def test_v5_round_trips_unchanged(tmp_path):
+def test_v6_round_trips_unchanged(tmp_path):
     energy = {"available": False, "reason": "no RAPL powercap interface"}
     doc = {**MINIMAL, "workloads": [{**W, "id": "a", "energy": energy, "round_sizes": [1, 1]}]}
     write_run(tmp_path, doc)
     loaded = load_run(tmp_path)
-    assert loaded == {**doc, "schema_version": 5, "kind": "reviewkit.run"}
+    assert loaded == {**doc, "schema_version": 6, "kind": "reviewkit.run"}
     assert "migrated_from" not in loaded  # written as 5: nothing migrated
 
 
@@ -108,7 +129,7 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 5 and doc["migrated_from"] == 2
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 2
     assert [w["round_sizes"] for w in doc["workloads"]] == [[3], []]
     assert doc["rounds"] == {"rounds": 1, "seed": None}
 
@@ -128,7 +149,7 @@ def test_v1_bundle_migrates_to_v2(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
     before = (tmp_path / "run.json").read_text()
     doc = load_run(tmp_path)
-    assert doc["schema_version"] == 5 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 1
     reason = "recorded with run.json schema 1, before energy was metered"
     # Every workload, measured or not, gets energy absent with the reason.
     assert [w["energy"] for w in doc["workloads"]] == [
@@ -162,7 +183,7 @@ def test_committed_v1_samples_load_migrated():
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     doc = load_run(path)
-    assert doc["schema_version"] == 5 and doc["migrated_from"] == 1
+    assert doc["schema_version"] == 6 and doc["migrated_from"] == 1
     assert all(w["energy"]["available"] is False for w in doc["workloads"])
 
 

@@ -4,6 +4,7 @@ import copy
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -495,3 +496,48 @@ def test_a_failed_write_leaves_the_file_untouched(tmp_path, monkeypatch):
         record_answers(path, [Answer("senior-question", "a")])
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence", "review.toml", "runs"]
+
+
+def _walk_evidence(path: Path) -> str:
+    """What the walk shows before its first question (input ends at once)."""
+    console = quiet_console()
+    input_fn, _ = scripted([])
+    run_walk(path, input_fn=input_fn, console=console)
+    return console.file.getvalue()
+
+
+def test_the_walk_shows_each_layer_types_share_of_roof_overhead_and_lever(tmp_path):
+    from runfactory import WORKLOADS, samples
+
+    review = complete_review()
+    del review["answers"]
+    cand = {
+        "speedup": 1.0,
+        "overhead_for": {name: 0.1 * median for name, *_, median in WORKLOADS},
+        "samples_for": {"attention.toy-sdpa.b4s512": samples(0.08, seed=7)},
+    }
+    out = _walk_evidence(write_review(tmp_path, review, cand_kw=cand))
+    line = next(x for x in out.splitlines() if x.strip().startswith("candidate 1 attention:"))
+    assert line.strip().startswith("candidate 1 attention: compute-bound (MFU ")
+    assert "% of the kernel time, below roof" in line
+    assert "; overhead " in line and "%, inefficiency " in line
+    assert "lever: the kernel or the mapping" in line
+    gemm = next(x for x in out.splitlines() if x.strip().startswith("candidate 1 gemm:"))
+    assert "below roof" not in gemm and "lever: a faster kernel" in gemm
+
+
+def test_the_walk_says_overhead_was_not_measured_where_it_was_not(tmp_path):
+    from runfactory import samples
+
+    review = complete_review()
+    del review["answers"]
+    cand = {"speedup": 1.0, "samples_for": {"attention.toy-sdpa.b4s512": samples(0.08, seed=7)}}
+    out = _walk_evidence(write_review(tmp_path, review, cand_kw=cand))
+    roof = [x.strip() for x in out.splitlines() if x.strip().startswith("candidate 1 ")]
+    assert len(roof) == 3  # gemm, attention, model: one line each, with its slowest below
+    assert all("; overhead not measured" in x for x in roof)
+    assert not any(re.search(r"overhead \d", x) for x in roof)
+    attention = next(x for x in roof if x.startswith("candidate 1 attention:"))
+    assert attention.startswith("candidate 1 attention: unclassified: overhead not measured (MFU")
+    assert "% of the whole time (a lower bound); overhead not measured;" in attention
+    assert "lever: re-measure" in attention

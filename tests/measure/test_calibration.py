@@ -182,10 +182,11 @@ def test_cache_aware_roofline_by_hand():
                 "memory": LEVELS}  # fmt: skip
     name, w = memory_level(ceilings, 24 << 20)
     assert (name, w) == ("llc", 130e9)
-    r = roofline(2**21, 24 << 20, 0.2e-3, 200e9, w)
+    r = roofline(2**21, 24 << 20, 0.2e-3, 200e9, w, overhead_s=5e-6)  # a 5 us floor call
     assert r.memory_time_s == pytest.approx(193.58e-6, rel=1e-4)
     assert not r.faster_than_roofline
-    assert r.compute_fraction + r.memory_stall_fraction + r.overhead_fraction == pytest.approx(1)
+    # 10.49 + 183.09 + 5 = 198.58 us of 200: inefficiency 1.42 us
+    assert r.inefficiency_fraction == pytest.approx(1.42e-6 / 0.2e-3, rel=1e-2)
     # (193.58 - 10.49) / 200 = 0.9155 of the time stalled on the LLC
     assert r.memory_stall_fraction == pytest.approx(0.91545, rel=1e-3)
     assert roofline(2**21, 24 << 20, 0.2e-3, 200e9, 31e9).faster_than_roofline

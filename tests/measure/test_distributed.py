@@ -12,7 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from reviewkit.bundle.run import load_run  # noqa: E402
+from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED  # noqa: E402
+from reviewkit.bundle.run import SCHEMA_VERSION, load_run  # noqa: E402
 from reviewkit.measure import distributed as dmeasure  # noqa: E402
 from reviewkit.measure import rank_kernels  # noqa: E402
 from reviewkit.measure.local_ranks import free_port  # noqa: E402
@@ -53,7 +54,7 @@ def two_ranks(tmp_path_factory):
 
 def test_rank_zero_gathers_every_ranks_samples(two_ranks):
     doc, _, _ = two_ranks
-    assert doc["complete"] and doc["schema_version"] == 5
+    assert doc["complete"] and doc["schema_version"] == SCHEMA_VERSION
     d = doc["distributed"]
     assert d["world_size"] == 2 and d["backend"] == "gloo" and d["launcher"] == "reviewkit --nproc"
     assert [r["rank"] for r in d["ranks"]] == [0, 1]
@@ -70,8 +71,10 @@ def test_rank_zero_gathers_every_ranks_samples(two_ranks):
         # the step's time is the slowest rank's, call by call
         assert w["samples_s"] == [max(a, b) for a, b in zip(*per_rank, strict=True)]
         assert sum(w["round_sizes"]) == len(w["samples_s"])
+        # overhead and inefficiency are None where overhead was not measured (the compute
+        # workloads), the rest then unattributed: the fractions given sum to 1 either way
         f = w["fractions"]
-        assert sum(f.values()) == pytest.approx(1)
+        assert sum(v for v in f.values() if v is not None) == pytest.approx(1)
         assert w["skew"]["slowest_rank"] in (0, 1) and w["skew"]["max_over_median"] >= 1
 
 
@@ -91,9 +94,55 @@ def test_collective_bandwidths_follow_nccl_tests(two_ranks):
         assert c["link_fraction"] == pytest.approx(size / p50 / link["peak"])
         # bytes on the wire per rank: the message x the bus factor (1 at 2 ranks)
         assert w["wire_bytes"] == size
+        # t_comm = alpha + wire bytes / beta; a collective's t_o is 0 (its host cost is in
+        # alpha), so t_k = p50 and the communication term gets what the memory term leaves
+        t_comm = link["latency_s"][w["params"]["op"]] + size / link["peak"]
+        assert w["decomposition"]["communication_time_s"] == pytest.approx(t_comm)
         assert w["fractions"]["communication"] == pytest.approx(
-            min(size / link["peak"], p50 - w["memory_time_s"]) / p50
+            min(t_comm, p50 - min(w["memory_time_s"], p50)) / p50
         )
+
+
+def test_collective_latency_is_measured_per_op(two_ranks):
+    """alpha of t_comm = alpha + wire bytes / beta: every op of the suite at its smallest
+    message, the slowest rank's median; the collectives carry no overhead apart from it."""
+    doc, _, _ = two_ranks
+    link = doc["ceilings"]["interconnect"]
+    latency = link["latency_s"]
+    assert set(latency) == set(coll.OPS)  # the suite's ops (smoke measures all six)
+    assert f"{coll.LATENCY_CALLS} calls" in link["latency_method"]
+    assert "median" in link["latency_method"] and "max over ranks" in link["latency_method"]
+    largest: dict[str, dict] = {}
+    for w in doc["workloads"]:
+        if w["layer_type"] != "collective":
+            assert w["overhead"]["method"] == NOT_MEASURED and not w["overhead"]["available"]
+            assert "single-process `reviewkit run`" in w["overhead"]["reason"]
+            continue
+        op = w["params"]["op"]
+        size = w["params"]["message_bytes"]
+        if op not in largest or size > largest[op]["params"]["message_bytes"]:
+            largest[op] = w
+        assert w["overhead"]["available"] is True
+        assert w["overhead"]["method"] == IN_COLLECTIVE_LATENCY
+        assert w["overhead_method"] == IN_COLLECTIVE_LATENCY and w["fractions"]["overhead"] == 0
+    assert set(largest) == {coll.ALL_REDUCE, coll.SEND_RECV}  # the ops ONLY measures
+    for op, w in largest.items():
+        # a one-element call is faster than the op's largest message (256 KiB at smoke)
+        assert 0 < latency[op] < w["stats"]["p50_s"], (op, latency[op], w["stats"]["p50_s"])
+
+
+def test_overhead_record_by_workload_kind():
+    specs = {s.layer_type: s for s in coll.distributed_specs("smoke", ("fp32",), 2)}
+    collective = dmeasure.overhead_record(specs["collective"], 2)
+    assert collective["available"] and collective["method"] == IN_COLLECTIVE_LATENCY
+    for kind in ("model", "gemm"):
+        rec = dmeasure.overhead_record(specs[kind], 2)
+        assert rec == {"available": False, "method": NOT_MEASURED, "reason": (
+            "a distributed run's compute workloads: overhead is measured by a single-process "
+            "`reviewkit run`")}  # fmt: skip
+    # one rank: no link, no alpha to hold the collective's host cost
+    alone = dmeasure.overhead_record(specs["collective"], 1)
+    assert not alone["available"] and alone["method"] == NOT_MEASURED
 
 
 def test_tensor_parallel_scaling_and_stragglers_are_reported(two_ranks):

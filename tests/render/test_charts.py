@@ -98,13 +98,25 @@ def layer_rows() -> list[dict]:
 
 
 def decomposition_rows() -> list[dict]:
+    """Overhead measured in every row: the five fractions sum to 1."""
     return [
-        {"run": "baseline", "layer_type": "matmul", "compute": 0.8, "memory_stall": 0.1,
-         "overhead": 0.1},
+        {"run": "baseline", "layer_type": "matmul", "compute": 0.7, "memory_stall": 0.1,
+         "overhead": 0.1, "inefficiency": 0.1, "unattributed": 0.0},
         {"run": "candidate 1", "layer_type": "matmul", "compute": 0.85, "memory_stall": 0.05,
-         "overhead": 0.1},
-        {"run": "baseline", "layer_type": "layernorm", "compute": 0.1, "memory_stall": 0.8,
-         "overhead": 0.1},
+         "overhead": 0.04, "inefficiency": 0.06, "unattributed": 0.0},
+        {"run": "baseline", "layer_type": "layernorm", "compute": 0.1, "memory_stall": 0.6,
+         "overhead": 0.1, "inefficiency": 0.2, "unattributed": 0.0},
+    ]  # fmt: skip
+
+
+def unmeasured_rows() -> list[dict]:
+    """A run recorded before overhead was measured (run.json schema 5, migrated): overhead and
+    inefficiency None, the rest of the time `unattributed`."""
+    return [
+        {"run": "baseline", "layer_type": "matmul", "compute": 0.7, "memory_stall": 0.1,
+         "overhead": None, "inefficiency": None, "unattributed": 0.2},
+        {"run": "baseline", "layer_type": "layernorm", "compute": 0.1, "memory_stall": 0.6,
+         "overhead": None, "inefficiency": None, "unattributed": 0.3},
     ]  # fmt: skip
 
 
@@ -464,10 +476,104 @@ def test_mfu_above_one_is_not_clipped_and_is_flagged():
 def test_time_decomposition_stacks_in_fixed_order_and_colours():
     spec = charts.time_decomposition(decomposition_rows())
     colour = spec["spec"]["encoding"]["color"]["scale"]
-    assert colour["domain"] == ["compute", "memory stall", "overhead"]
-    assert colour["range"] == ["#4C78A8", "#F58518", "#BAB0AC"]
-    shares = [(r["component"], r["order"]) for r in rows_with(spec, "share")[:3]]
-    assert shares == [("compute", 0), ("memory stall", 1), ("overhead", 2)]
+    assert colour["domain"] == ["compute", "memory stall", "inefficiency", "overhead"]
+    assert colour["range"] == ["#4C78A8", "#F58518", "#66CCEE", "#882255"]
+    shares = [(r["component"], r["order"]) for r in rows_with(spec, "share")[:4]]
+    assert shares == [("compute", 0), ("memory stall", 1), ("inefficiency", 2), ("overhead", 3)]
+    assert spec["spec"]["encoding"]["color"]["legend"]["orient"] == "bottom"
+    assert "subtitle" not in spec["title"]
+
+
+def test_measured_overhead_and_inefficiency_are_two_segments_with_their_own_shares():
+    spec = charts.time_decomposition(decomposition_rows())
+    bars = {(r["run"], r["layer_type"], r["component"]): r["share"]
+            for r in rows_with(spec, "component")}  # fmt: skip
+    assert bars[("candidate 1", "matmul", "overhead")] == 0.04
+    assert bars[("candidate 1", "matmul", "inefficiency")] == 0.06
+    assert bars[("baseline", "layernorm", "inefficiency")] == 0.2
+    for run, layer in {(run, layer) for run, layer, _ in bars}:
+        stack = [v for (r, lt, _), v in bars.items() if (r, lt) == (run, layer)]
+        assert sum(stack) == pytest.approx(1.0)
+    assert not any("not measured" in c for _, _, c in bars)
+    # inefficiency has its own colour and legend entry, apart from overhead's
+    scale = spec["spec"]["encoding"]["color"]["scale"]
+    colours = dict(zip(scale["domain"], scale["range"], strict=True))
+    assert colours["inefficiency"] != colours["overhead"]
+
+
+def test_unmeasured_overhead_is_one_grey_segment_never_called_overhead():
+    spec = charts.time_decomposition(unmeasured_rows())
+    names = {r["component"] for r in rows_with(spec, "component")}
+    assert names == {"compute", "memory stall", "overhead + inefficiency (not measured apart)"}
+    scale = spec["spec"]["encoding"]["color"]["scale"]
+    assert "overhead" not in scale["domain"] and "inefficiency" not in scale["domain"]
+    assert scale["range"][-1] == base.UNATTRIBUTED_COMPONENT[2]
+    rest = {r["layer_type"]: r["share"] for r in rows_with(spec, "component")
+            if r["component"].startswith("overhead +")}  # fmt: skip
+    assert rest == {"matmul": 0.2, "layernorm": 0.3}
+    assert "overhead not measured for baseline" in " ".join(spec["title"]["subtitle"])
+
+
+def test_a_measured_run_beside_a_migrated_one_shows_both_splits_in_one_legend():
+    rows = [*unmeasured_rows(), *(r for r in decomposition_rows() if r["run"] == "candidate 1")]
+    spec = charts.time_decomposition(rows)
+    by_run = {}
+    for r in rows_with(spec, "component"):
+        by_run.setdefault(r["run"], set()).add(r["component"])
+    assert "overhead" in by_run["candidate 1"] and "inefficiency" in by_run["candidate 1"]
+    assert not {"overhead", "inefficiency"} & by_run["baseline"]
+    assert spec["spec"]["encoding"]["color"]["scale"]["domain"] == [
+        "compute", "memory stall", "inefficiency", "overhead",
+        "overhead + inefficiency (not measured apart)",
+    ]  # fmt: skip
+
+
+def test_unattributed_is_derived_when_absent_and_a_half_measured_row_is_dropped():
+    derived = {"run": "baseline", "layer_type": "matmul", "compute": 0.5, "memory_stall": 0.2}
+    # no inefficiency: where the other 20% goes is not said
+    half = {"run": "candidate 1", "layer_type": "matmul", "compute": 0.5, "memory_stall": 0.2,
+            "overhead": 0.1}  # fmt: skip
+    spec = charts.time_decomposition([derived, half])
+    rows = rows_with(spec, "component")
+    assert {r["run"] for r in rows} == {"baseline"}
+    rest = next(r for r in rows if r["component"].startswith("overhead +"))
+    assert rest["share"] == pytest.approx(0.3)
+    assert "1 row with a missing share not shown" in spec["title"]["subtitle"][0]
+
+
+def _cvd_lab(colour: str, kind: str) -> list[float]:
+    """CIELAB of a colour as seen under a full colour-vision deficiency (Machado et al. 2009)."""
+    matrices = {
+        "normal": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+        "protan": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216),
+                   (-0.003882, -0.048116, 1.051998)),
+        "deutan": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413),
+                   (-0.011820, 0.042940, 0.968881)),
+        "tritan": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602),
+                   (0.004733, 0.691367, 0.303900)),
+    }  # fmt: skip
+    srgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in srgb]
+    rgb = [min(1.0, max(0.0, sum(m * c for m, c in zip(row, lin, strict=True))))
+           for row in matrices[kind]]  # fmt: skip
+    xyz_rows = ((0.4124, 0.3576, 0.1805), (0.2126, 0.7152, 0.0722), (0.0193, 0.1192, 0.9505))
+    x, y, z = (sum(m * c for m, c in zip(row, rgb, strict=True)) / white
+               for row, white in zip(xyz_rows, (0.95047, 1.0, 1.08883), strict=True))  # fmt: skip
+    fx, fy, fz = (t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z))
+    return [116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)]
+
+
+@pytest.mark.parametrize("kind", ["normal", "protan", "deutan", "tritan"])
+def test_the_new_time_components_stay_apart_under_colour_vision_deficiencies(kind):
+    """Inefficiency, overhead and the not-measured-apart grey against every other segment:
+    a CIELAB distance of at least 20 under each full deficiency (the existing pairs reach 15)."""
+    every = [*base.COMPONENTS, base.UNATTRIBUTED_COMPONENT, base.COMMUNICATION_COMPONENT]
+    new = {"inefficiency", "overhead", "unattributed"}
+    for (k1, _, c1), (k2, _, c2) in itertools.combinations(every, 2):
+        if {k1, k2} & new:
+            a, b = _cvd_lab(c1, kind), _cvd_lab(c2, kind)
+            distance = sum((p - q) ** 2 for p, q in zip(a, b, strict=True)) ** 0.5
+            assert distance >= 20, (kind, k1, k2, distance)
 
 
 def test_latency_thinning_keeps_at_most_max_samples_with_both_ends():
@@ -683,17 +789,27 @@ def test_time_decomposition_adds_communication_only_for_a_multi_rank_row():
     assert {r["component"] for r in rows_with(one, "component")} == {
         "compute",
         "memory stall",
+        "inefficiency",
         "overhead",
     }
-    # a collective: 0% compute, 7.6% stall, 68% overhead, 24.4% communication (sums to 1)
+    # a collective: 0% compute, 7.6% stall, 8% overhead, 60% inefficiency, 24.4% communication
     row = {"run": "candidate fp32", "layer_type": "collective", "compute": 0.0,
-           "memory_stall": 0.076, "overhead": 0.68, "communication": 0.244}  # fmt: skip
+           "memory_stall": 0.076, "overhead": 0.08, "inefficiency": 0.6,
+           "communication": 0.244}  # fmt: skip
     spec = charts.time_decomposition([*decomposition_rows(), row])
     shares = {r["component"]: r["share"] for r in rows_with(spec, "component")
               if r["layer_type"] == "collective"}  # fmt: skip
-    assert shares == {"compute": 0.0, "memory stall": 0.076, "overhead": 0.68,
-                      "communication": 0.244}  # fmt: skip
+    assert shares == {"compute": 0.0, "memory stall": 0.076, "overhead": 0.08,
+                      "inefficiency": 0.6, "communication": 0.244}  # fmt: skip
     assert sum(shares.values()) == pytest.approx(1.0)
+    # recorded before overhead was measured: the grey rest is what the wire leaves
+    old = {"run": "baseline fp32", "layer_type": "collective", "compute": 0.0,
+           "memory_stall": 0.076, "overhead": None, "inefficiency": None,
+           "communication": 0.244}  # fmt: skip
+    spec = charts.time_decomposition([old])
+    shares = {r["component"]: r["share"] for r in rows_with(spec, "component")}
+    assert shares["overhead + inefficiency (not measured apart)"] == pytest.approx(0.68)
+    assert shares["communication"] == 0.244 and "overhead" not in shares
 
 
 def test_shape_heatmap_legend_shows_rounded_ratios():

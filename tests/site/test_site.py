@@ -202,3 +202,36 @@ def test_the_committed_log_has_three_real_decisions_not_all_go():
         runs = list(folder.rglob("run.json"))
         assert runs and all(json.loads(r.read_text())["kind"] == "reviewkit.run" for r in runs)
     assert len(set(statuses)) >= 2 and "no-go" in statuses
+
+
+def test_the_bottleneck_summary_names_unclassified_layer_types_last_and_in_words():
+    from reviewkit.site.build import bottleneck_summary
+
+    rows = [
+        {"layer_type": "attention", "candidate_class": "unclassified"},
+        {"layer_type": "model", "candidate_class": "unclassified"},
+        {"layer_type": "norm", "candidate_class": "unclassified"},
+        {"layer_type": "gemm", "candidate_class": "compute-bound"},
+        {"layer_type": "gemm", "candidate_class": "compute-bound"},  # a second candidate
+        {"layer_type": "block", "candidate_class": None},
+    ]
+    # the class with most layer types leads only among classes given: three unclassified layer
+    # types are never read as the dominant class
+    assert bottleneck_summary(rows) == (
+        "compute-bound: gemm; unclassified (overhead not measured): attention, model, norm; "
+        "unknown: block"
+    )
+    assert bottleneck_summary([]) == ""
+
+
+def test_a_site_of_migrated_runs_says_overhead_was_not_measured(tmp_path):
+    """A decision whose runs were recorded before overhead was measured, its attention far
+    below its roof: the index says the class could not be given, not a class."""
+    from runfactory import samples
+
+    root = tmp_path / "log"
+    cand = {"speedup": 1.0, "samples_for": {"attention.toy-sdpa.b4s512": samples(0.08, seed=7)}}
+    write_review(root / "decisions" / "old", complete_review(), cand_kw=cand)
+    build_site(root, tmp_path / "site", pdf=False)
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "unclassified (overhead not measured): attention" in index

@@ -43,7 +43,7 @@ def test_ids_unique_and_every_layer_type_covered(profile):
     ids = [s.id for s in specs]
     assert len(ids) == len(set(ids))
     covered = {s.layer_type for s in specs}
-    # collective needs several devices; every other layer type of design.md is in the suite.
+    # collective needs several devices; every other layer type of the suite is in the suite.
     assert covered == set(suite.LAYER_TYPES) - {"collective"}
     kernels = {s.kernel for s in specs}
     assert {

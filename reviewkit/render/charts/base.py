@@ -68,13 +68,26 @@ VERDICT_SHAPES = {  # shape repeats the colour so the verdict survives greyscale
 }
 
 
-# Time components in stack order, with fixed tableau10 colours so every chart reads alike.
-COMPONENTS = (
+# Time components in stack order (docs/metrics.md's decomposition), with fixed colours so every
+# chart reads alike: compute and memory stall in tableau10's blue and orange; inefficiency (the
+# kernel time below the roofs) in Paul Tol's cyan and measured overhead in his wine, apart from
+# each other and from the rest under protanopia, deuteranopia and tritanopia (simulated
+# CIELAB distance >= 20, tests/render/test_charts.py).
+ROOF_COMPONENTS = (
     ("compute", "compute", "#4C78A8"),
     ("memory_stall", "memory stall", "#F58518"),
-    ("overhead", "overhead", "#BAB0AC"),
 )
-# A multi-rank run's fourth share (design.md, "Communication"): drawn only when a row has it.
+MEASURED_COMPONENTS = (
+    ("inefficiency", "inefficiency", "#66CCEE"),
+    ("overhead", "overhead", "#882255"),
+)
+COMPONENTS = ROOF_COMPONENTS + MEASURED_COMPONENTS
+# A run recorded before overhead was measured: the time its roof leaves unexplained is overhead
+# and inefficiency together, drawn as one neutral grey segment and never called overhead.
+UNATTRIBUTED_COMPONENT = (
+    "unattributed", "overhead + inefficiency (not measured apart)", "#BAB0AC",
+)  # fmt: skip
+# A multi-rank run's share on the wire (docs/metrics.md, "Communication"), drawn when a row has it.
 COMMUNICATION_COMPONENT = ("communication", "communication", "#54A24B")
 
 

@@ -16,9 +16,12 @@ from reviewkit.render.charts.base import (
     LABEL_LIMIT,
     MAX_SAMPLES,
     MAX_WORKLOADS,
+    MEASURED_COMPONENTS,
     MILLI,
     NO_DATA_HEIGHT,
     PERCENTILE_COLOURS,
+    ROOF_COMPONENTS,
+    UNATTRIBUTED_COMPONENT,
     WIDTH,
     _data,
     _finish,
@@ -286,35 +289,74 @@ def stall_by_layer(rows: list[dict]) -> dict:
     )
 
 
+# Every segment a decomposition bar can have, in stack order: the roof terms, the measured split
+# of the rest (or the two together where it was not measured), then the wire.
+ALL_COMPONENTS = (*COMPONENTS, UNATTRIBUTED_COMPONENT, COMMUNICATION_COMPONENT)
+
+
+def _segments(r: dict) -> list[tuple[tuple[str, str, str], float]] | None:
+    """A row's segments with their shares, or None when a share it needs is missing (a partial
+    stack would look like a complete one). Overhead and inefficiency are drawn apart only when
+    both were measured; with neither (a bundle recorded before overhead was measured) the rest
+    is one segment, `unattributed` (1 - compute - stall - communication where not given)."""
+    if not all(_finite(r.get(key)) for key, _, _ in ROOF_COMPONENTS):
+        return None
+    out = [(c, float(r[c[0]])) for c in ROOF_COMPONENTS]
+    if _finite(r.get("overhead")) and _finite(r.get("inefficiency")):
+        return out + [(c, float(r[c[0]])) for c in MEASURED_COMPONENTS]
+    if r.get("overhead") is not None or r.get("inefficiency") is not None:
+        return None  # one measured and not the other: nothing says where the rest goes
+    rest = r.get("unattributed")
+    if rest is None:
+        explained = sum(share for _, share in out) + float(r.get("communication") or 0.0)
+        rest = max(0.0, 1.0 - explained)
+    elif not _finite(rest):
+        return None
+    return [*out, (UNATTRIBUTED_COMPONENT, float(rest))]
+
+
 @_memo
 def time_decomposition(rows: list[dict]) -> dict:
-    """Stacked bars of compute / memory stall / overhead (and communication, when a multi-rank
-    run's row has it), a panel per layer type, a bar per run."""
+    """Stacked bars of where a layer type's time goes, a panel per layer type, a bar per run:
+    compute, memory stall, inefficiency and overhead where overhead was measured; compute,
+    memory stall and one "overhead + inefficiency (not measured apart)" segment where it was
+    not; communication too when a multi-rank run's row has it."""
     title = "Where the time goes, by layer type"
-    data, dropped = [], 0
+    data, dropped, unmeasured = [], 0, []
     communicates = any(_positive(r.get("communication")) for r in rows)
-    components = COMPONENTS + ((COMMUNICATION_COMPONENT,) if communicates else ())
     for r in rows:
-        if not all(_finite(r.get(key)) for key, _, _ in COMPONENTS):
-            dropped += 1  # a partial stack would look like a complete one
+        segments = _segments(r)
+        if segments is None:
+            dropped += 1
             continue
-        for order, (key, name, _) in enumerate(components):
+        if communicates:
+            # one process puts nothing on a wire: communication 0 where not recorded
+            segments.append((COMMUNICATION_COMPONENT, float(r.get("communication") or 0.0)))
+        if any(c is UNATTRIBUTED_COMPONENT for c, _ in segments):
+            unmeasured.append(str(r["run"]))
+        for component, share in segments:
             data.append(
                 {
                     "run": str(r["run"]),
                     "layer_type": str(r["layer_type"]),
-                    "component": name,
-                    # one process puts nothing on a wire: communication 0 where not recorded
-                    "share": float(r.get(key) or 0.0),
-                    "order": order,
+                    "component": component[1],
+                    "share": share,
+                    "order": ALL_COMPONENTS.index(component),
                 }
             )
     notes = [f"{_plural(dropped, 'row')} with a missing share not shown"] if dropped else []
+    if unmeasured:
+        notes.append(
+            f"overhead not measured for {', '.join(_unique(unmeasured))}: the grey segment is "
+            "overhead and inefficiency together, not told apart"
+        )
     if not data:
         return _no_data(title, notes)
     runs = _unique(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"]), d["order"]))
+    drawn = {d["order"] for d in data}
+    components = [c for i, c in enumerate(ALL_COMPONENTS) if i in drawn]
     names = [name for _, name, _ in components]
     chart = (
         alt.Chart(_data(data))
@@ -332,6 +374,8 @@ def time_decomposition(rows: list[dict]) -> dict:
                 title="component",
                 scale=alt.Scale(domain=names, range=[c for _, _, c in components]),
                 sort=names,
+                # below the plot: "overhead + inefficiency (not measured apart)" needs the room
+                legend=alt.Legend(orient="bottom", columns=3, labelLimit=LABEL_LIMIT),
             ),
             order=alt.Order("order:Q"),
             tooltip=[

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from reviewkit.bundle.run import device_name
+from reviewkit.render.packet.bottlenecks import brief_layers
+from reviewkit.render.packet.labels import run_label
 from reviewkit.review.checks import FAIL, MISSING, PASS
 from reviewkit.review.gate import Report
 
@@ -60,6 +62,10 @@ def build_brief(report: Report, model: dict) -> dict:
     senior = r.answers.get("senior-question")
     bottleneck = next((f for f in report.findings if f.item.check == "bottleneck-per-layer"), None)
     artifacts = [e for e in (bottleneck.evidence if bottleneck else ()) if e.kind == "artifact"]
+    n = len(report.review_candidates)
+    layers, more_layers = brief_layers(
+        bottleneck, [(run_label(i, n), doc) for i, (_, doc) in enumerate(report.review_candidates)]
+    )
     flags = [
         {
             "id": f.item.id,
@@ -100,6 +106,10 @@ def build_brief(report: Report, model: dict) -> dict:
             ),
             "bottleneck": bottleneck.summary if bottleneck else "",
             "bottleneck_status": bottleneck.status if bottleneck else MISSING,
+            # the layer types the finding names: class, share of roof and lever of each
+            "layers": layers,
+            "more_layers": more_layers,
+            "several_candidates": n > 1,
             "artifacts": [e.to_json() for e in artifacts[:2]],
         },
         "red_flags": flags,

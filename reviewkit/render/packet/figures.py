@@ -129,7 +129,11 @@ def _layer_charts(layer_rows: list[dict], charts) -> dict:
             "layer_type": row["layer_type"],
             "compute": row["compute_fraction"],
             "memory_stall": row["memory_stall_fraction"],
-            "overhead": row["overhead_fraction"],
+            # None where overhead was not measured: the chart then draws the rest as one
+            # "overhead + inefficiency" segment, never as overhead
+            "overhead": row.get("overhead_fraction"),
+            "inefficiency": row.get("inefficiency_fraction"),
+            "unattributed": row.get("unattributed_fraction"),
             "communication": row.get("communication_fraction") or 0.0,
         }
         for row in layer_rows

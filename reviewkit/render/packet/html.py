@@ -9,6 +9,7 @@ import time
 from reviewkit import templates
 from reviewkit.common import format as fmt
 from reviewkit.common.errors import InputError
+from reviewkit.render.packet.bottlenecks import class_text
 
 TEMPLATES = templates.FOLDER
 
@@ -51,6 +52,8 @@ def jinja_environment():
     env.filters["ms"] = fmt.ms
     env.filters["ratio"] = fmt.ratio
     env.filters["ci"] = lambda ci: "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    # a bottleneck class in words: "unclassified" says why in full
+    env.filters["bottleneck"] = class_text
     return env
 
 

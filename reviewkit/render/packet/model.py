@@ -7,6 +7,7 @@ import json
 from reviewkit import __version__
 from reviewkit.analysis.platforms import MEASURED, PlatformMatrix, build_matrix
 from reviewkit.common.hashing import sha256_file
+from reviewkit.render.packet.bottlenecks import BOTTLENECK_FIELDS, class_text, layer_view
 from reviewkit.render.packet.brief import build_brief
 from reviewkit.render.packet.figures import draw_charts
 from reviewkit.render.packet.fit import fit_input
@@ -269,13 +270,19 @@ def build_model(report: Report) -> dict:
     layer_rows = [row for label, doc in runs for row in _layer_rows(label, doc)]
     bottlenecks = []
     for i, comp in enumerate(report.comparisons):
+        cand_layers = report.review_candidates[i][1].get("layer_types") or {}
         for layer in comp.layer_types:
+            view = layer_view(cand_layers.get(layer.layer_type), layer)
             bottlenecks.append(
                 {
                     "candidate": run_label(i, n),
                     "layer_type": layer.layer_type,
                     "baseline": layer.bottleneck_baseline,
                     "candidate_class": layer.bottleneck_candidate,
+                    "baseline_class_text": class_text(layer.bottleneck_baseline),
+                    "candidate_class_text": class_text(layer.bottleneck_candidate),
+                    # the candidate's decomposition: share of roof, overhead, inefficiency, lever
+                    **{k: view[k] for k in BOTTLENECK_FIELDS},
                     "mfu_baseline": layer.mfu_baseline,
                     "mfu_candidate": layer.mfu_candidate,
                     "stall_baseline": layer.memory_stall_baseline,
@@ -344,6 +351,7 @@ def build_model(report: Report) -> dict:
             for i, c in enumerate(report.comparisons)
         ],
         "bottlenecks": bottlenecks,
+        "below_roof_share": _below_roof_share(report),
         "bottleneck_evidence": bottleneck_finding["evidence"] if bottleneck_finding else [],
         "layers": layer_rows,
         "workloads": workload_rows,
@@ -397,6 +405,14 @@ def build_model(report: Report) -> dict:
         )
     model["brief"] = build_brief(report, model)
     return model
+
+
+def _below_roof_share(report: Report) -> float:
+    """The rubric's `[roofline] below_roof_share` the classes were judged with."""
+    from reviewkit.analysis.bottleneck import default_below_roof_share
+
+    share = getattr(report.rubric, "below_roof_share", None)
+    return default_below_roof_share() if share is None else share
 
 
 def _platforms_model(matrix: PlatformMatrix) -> dict:

@@ -1,12 +1,14 @@
-"""Checks on the mechanism: bottleneck class and MFU/memory-stall per layer type."""
+"""Checks on the mechanism: bottleneck class, share of roof and lever; MFU/stall per layer type."""
 
 from __future__ import annotations
 
+from reviewkit.analysis.bottleneck import LEVERS, NOT_MEASURED, UNCLASSIFIED
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import (
     FAIL,
     MISSING,
     PASS,
+    WARN,
     CheckResult,
     Context,
     Evidence,
@@ -14,9 +16,29 @@ from reviewkit.review.checks.registry import (
 )
 
 
+def layer_finding(label: str, layer_type: str, agg: dict) -> str:
+    """One layer type's class as the packet and the walk cite it: the class, the share of roof
+    its kernels reach, each time fraction, and the lever the class points at."""
+    cls = agg["bottleneck"]
+    if cls == UNCLASSIFIED:
+        cls = f"{UNCLASSIFIED}: {NOT_MEASURED}"
+    elif agg.get("below_roof"):
+        cls += " (below roof)"
+    overhead = agg.get("overhead_fraction")
+    inefficiency = agg.get("inefficiency_fraction")
+    return (
+        f"{label} {layer_type}: {cls} (roof share {pct(agg.get('roof_share'))}, MFU "
+        f"{pct(agg['mfu'])}, memory-stall {pct(agg['memory_stall_fraction'])}, overhead "
+        f"{'not measured' if overhead is None else pct(overhead)}, inefficiency "
+        f"{'not measured' if inefficiency is None else pct(inefficiency)}); lever: "
+        f"{agg.get('lever') or LEVERS.get(agg['bottleneck'], '')}"
+    )
+
+
 @check("bottleneck-per-layer")
 def bottleneck_per_layer(ctx: Context) -> CheckResult:
     evidence = []
+    unclassified = []
     for i, (_, cand) in enumerate(ctx.candidates):
         layers = cand.get("layer_types") or {}
         if not layers:
@@ -29,20 +51,28 @@ def bottleneck_per_layer(ctx: Context) -> CheckResult:
                 key=lambda w: w["stats"]["p50_s"],
                 default=None,
             )
+            if agg["bottleneck"] == UNCLASSIFIED:
+                unclassified.append(f"candidate {i + 1} {layer_type}")
             evidence.append(
                 Evidence(
                     "workload",
-                    f"candidate {i + 1} {layer_type}: {agg['bottleneck']} "
-                    f"(MFU {pct(agg['mfu'])}, memory-stall {pct(agg['memory_stall_fraction'])}, "
-                    f"overhead {pct(agg['overhead_fraction'])})",
+                    layer_finding(f"candidate {i + 1}", layer_type, agg),
                     value=slowest["id"] if slowest else "",
                     reproduce=slowest["reproduce"] if slowest else "",
                 )
             )
+    if unclassified:
+        return CheckResult(
+            WARN,
+            f"{len(unclassified)} layer type(s) unclassified, their overhead not measured (a "
+            f"bundle recorded before it was: {', '.join(unclassified[:4])}); re-measure the "
+            "candidate with `reviewkit run` to tell overhead from kernel inefficiency",
+            tuple(ctx.run_artifacts() + evidence),
+        )
     return CheckResult(
         PASS,
-        "every layer type has a bottleneck class from the roofline "
-        "fractions, with its slowest workload's reproduce command",
+        "every layer type has a bottleneck class from its measured overhead and the roofline, "
+        "with its share of roof, its lever and its slowest workload's reproduce command",
         tuple(ctx.run_artifacts() + evidence),
     )
 

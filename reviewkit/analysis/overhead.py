@@ -1,0 +1,68 @@
+"""A workload's measured exposed overhead, read from its bundle record (docs/metrics.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reviewkit.analysis.stats import SampleStats, summarise
+
+# How the runner measured a workload's exposed overhead (the record's `method`).
+FLOOR_CALL = "floor-call"  # CPU: the smallest shape on the same kernels and parallel path
+CUDA_GRAPH = "cuda-graph"  # GPU: eager minus the same call replayed from a CUDA graph
+KERNEL_BUSY = "kernel-busy"  # GPU, capture failed: t minus the union of the call's kernels
+FLOOR_UPPER_BOUND = "floor-call-upper-bound"  # GPU, neither worked: host issue cost, a bound
+IN_COLLECTIVE_LATENCY = "in-collective-latency"  # collectives: host cost is inside alpha
+NOT_MEASURED = "not-measured"
+METHODS = (FLOOR_CALL, CUDA_GRAPH, KERNEL_BUSY, FLOOR_UPPER_BOUND, IN_COLLECTIVE_LATENCY,
+           NOT_MEASURED)  # fmt: skip
+
+METHOD_WORDS = {
+    FLOOR_CALL: "floor call",
+    CUDA_GRAPH: "eager minus CUDA-graph replay",
+    KERNEL_BUSY: "t minus the profiled kernel-busy time",
+    FLOOR_UPPER_BOUND: "floor call (an upper bound on a GPU)",
+    IN_COLLECTIVE_LATENCY: "none apart: the host cost is in the collective's latency alpha",
+    NOT_MEASURED: "not measured",
+}
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """t_o with the lower bound of its interval, or why there is none."""
+
+    overhead_s: float | None
+    overhead_low_s: float | None
+    method: str
+    reason: str = ""
+    upper_bound: bool = False
+
+    @property
+    def measured(self) -> bool:
+        return self.overhead_s is not None
+
+
+def read(w: dict, stats: SampleStats) -> Overhead:
+    """The workload's t_o from its `overhead` record, against its own median `stats`."""
+    rec = w.get("overhead")
+    if not isinstance(rec, dict) or not rec.get("available"):
+        reason = rec.get("reason", "") if isinstance(rec, dict) else ""
+        return Overhead(None, None, NOT_MEASURED, reason or "overhead not measured")
+    method = rec.get("method")
+    if method == IN_COLLECTIVE_LATENCY:
+        return Overhead(0.0, 0.0, method, rec.get("reason", ""))
+    if method == KERNEL_BUSY:
+        busy = float(rec["kernel_busy_s"])
+        return Overhead(max(0.0, stats.p50_s - busy), max(0.0, stats.median_ci_low_s - busy),
+                        method, rec.get("reason", ""))  # fmt: skip
+    samples = rec.get("samples_s") or []
+    if not samples:
+        return Overhead(None, None, NOT_MEASURED, "the overhead record has no samples")
+    own = summarise(samples)
+    if method == CUDA_GRAPH:
+        return Overhead(
+            max(0.0, stats.p50_s - own.p50_s),
+            max(0.0, stats.median_ci_low_s - own.median_ci_high_s),
+            method, rec.get("reason", ""),
+        )  # fmt: skip
+    return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""),
+                    upper_bound=method == FLOOR_UPPER_BOUND)  # fmt: skip

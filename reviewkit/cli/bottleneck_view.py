@@ -1,0 +1,90 @@
+"""Terminal tables of a run's bottleneck classes: per layer type, the slowest workloads, levers."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from reviewkit.analysis.bottleneck import NOT_MEASURED, UNCLASSIFIED
+from reviewkit.cli.console import SLOWEST_SHOWN, DataTable, _rate, _time
+from reviewkit.common.format import MISSING, pct
+from reviewkit.suite import workloads as suite
+
+
+def class_label(cls: str | None, below_roof: bool = False) -> str:
+    """The class as a reviewer reads it: "unclassified: overhead not measured" in full."""
+    if cls == UNCLASSIFIED:
+        return f"{UNCLASSIFIED}: {NOT_MEASURED}"
+    return (cls or MISSING) + (" (below roof)" if below_roof else "")
+
+
+def _overhead(value: float | None) -> str:
+    return "not measured" if value is None else pct(value)
+
+
+def layer_table(doc: dict, dtype: str) -> Table:
+    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
+    t = DataTable(title=f"By layer type — {dtype}", title_justify="left")
+    communicates = bool(doc.get("distributed"))
+    columns = ["layer type", "workloads", "time share", "MFU", "memory-stall", "overhead",
+               "inefficiency", "roof share"]  # fmt: skip
+    columns += ["communication"] if communicates else []
+    for col in (*columns, "bottleneck", "flags"):
+        t.add_column(
+            col, justify="left" if col in ("layer type", "bottleneck", "flags") else "right"
+        )
+    for layer_type in suite.LAYER_TYPES:
+        a = rows.get(layer_type)
+        if a is None:
+            continue
+        t.add_row(
+            layer_type,
+            str(a["workloads"]),
+            pct(a["time_share"]),
+            pct(a["mfu"]),
+            pct(a["memory_stall_fraction"]),
+            _overhead(a.get("overhead_fraction")),
+            _overhead(a.get("inefficiency_fraction")),
+            pct(a.get("roof_share")),
+            *([pct(a.get("communication_fraction"))] if communicates else []),
+            class_label(a["bottleneck"], a.get("below_roof", False)),
+            f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
+        )
+    return t
+
+
+def levers_lines(doc: dict, dtype: str) -> list[str]:
+    """One line per layer type: its class and the lever it points at."""
+    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
+    out = []
+    for layer_type in suite.LAYER_TYPES:
+        a = rows.get(layer_type)
+        if a and a.get("lever"):
+            out.append(f"  {escape(layer_type)}: {escape(a['lever'])}")
+    return (["Levers (what each class points at):", *out]) if out else []
+
+
+def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
+    ok = [w for w in doc["workloads"] if w.get("stats")]
+    ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
+    t = DataTable(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
+    columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "overhead",
+               "roof share", "bottleneck", "flags")  # fmt: skip
+    for col in columns:
+        t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
+    for w in ok[:n]:
+        s = w["stats"]
+        d = w.get("decomposition") or {}
+        t.add_row(
+            w["id"],
+            _time(s["p50_s"]),
+            _time(s["p99_s"]),
+            pct(s.get("round_spread")),
+            _rate(w.get("achieved_flops_per_s")),
+            pct(w.get("mfu")),
+            _overhead((w.get("fractions") or {}).get("overhead")),
+            pct(d.get("roof_share")),
+            class_label(w.get("bottleneck")),
+            ", ".join(w.get("flags") or []),
+        )
+    return t

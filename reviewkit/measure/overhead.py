@@ -1,0 +1,274 @@
+"""A run's overhead phase: each workload's exposed overhead measured, its ops counted (torch).
+
+On a CPU a workload's floor call (suite/floors.py) is timed like the workload, after the
+profiler has shown that it dispatches the same ops; on a GPU the call is replayed from a CUDA
+graph (gpu_overhead.py). Every workload's ops per call are counted by a dispatch mode, with
+their FLOPs and bytes, for a composite's per-op roof and the ops-times-floor cross-check.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import math
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+from reviewkit.analysis.overhead import FLOOR_CALL, NOT_MEASURED
+from reviewkit.bundle.run import STATUS_OK
+from reviewkit.measure.device import device_timed, first_line
+from reviewkit.measure.timing import SamplingPolicy, collect_samples
+from reviewkit.suite import floors
+from reviewkit.suite.workloads import WorkloadSpec
+
+# A floor call takes microseconds: a few hundred samples in a tenth of a second give its median
+# to well under a microsecond, and its budget keeps the phase under 15% of a quick run.
+# The warm-up may take a whole second: a floor's first call creates its oneDNN primitives. The
+# smoke profile, whose workloads are floor-sized themselves, takes fewer samples.
+FLOOR_POLICY = SamplingPolicy(warmup_calls=3, warmup_s=0.005, min_samples=50, min_time_s=0.02,
+                              max_samples=2000, budget_s=1.25, warmup_budget_s=1.0)  # fmt: skip
+FLOOR_POLICIES = {
+    "smoke": SamplingPolicy(warmup_calls=2, warmup_s=0.0, min_samples=10, min_time_s=0.0,
+                            max_samples=200, budget_s=0.5, warmup_budget_s=0.4),
+    "quick": FLOOR_POLICY,
+    "full": FLOOR_POLICY,
+}  # fmt: skip
+# Calls over which a workload's minor page faults are counted: a few, and no more than about
+# FAULT_WINDOW_S of calls (a 100 ms GEMM is counted over one).
+FAULT_CALLS = 3
+FAULT_WINDOW_S = 0.02
+# Ops whose count follows the shapes, not the kernels (allocation and views): left out when the
+# floor's op names are checked against the workload's, and when ops per call are counted.
+METADATA_OPS = frozenset({
+    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::as_strided", "aten::view",
+    "aten::_reshape_alias", "aten::reshape", "aten::expand", "aten::unsqueeze", "aten::squeeze",
+    "aten::select", "aten::slice", "aten::alias", "aten::detach", "aten::lift_fresh",
+    "aten::resize_", "aten::t", "aten::transpose", "aten::permute", "aten::_unsafe_view",
+    "aten::contiguous", "aten::split", "aten::chunk", "aten::unbind", "aten::unflatten",
+    "aten::flatten", "aten::expand_as", "aten::view_as", "aten::to", "aten::_to_copy",
+    "aten::result_type", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
+    "aten::dim", "aten::size", "aten::stride", "aten::numel",
+})  # fmt: skip
+# A tiny op timed once per run: the per-op floor the ops-per-call cross-check multiplies.
+PROBE_ELEMENTS = 1
+
+Progress = Callable[[str, int, int], None]
+OpNames = Callable[[Callable[[], object]], collections.Counter]
+
+
+def profiled_op_names(fn: Callable[[], object]) -> collections.Counter:
+    """The aten op names one call dispatches, from torch.profiler (metadata ops left out)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return collections.Counter(
+        e.name for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
+    )
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Kineto prints a line to file descriptor 2 at every profiler start and stop, whatever its
+    log level (seen with torch 2.13): hide it from the run's progress display."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the ops a call dispatches, each with its FLOPs (torch's flop_registry, which
+    counts matmul-class ops) and bytes (its distinct input and output tensors' storage)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: collections.Counter = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = f"aten::{func.overloadpacket.__name__}"
+        if name in METADATA_OPS or torch.Tag.view_copy in func.tags or func.is_view:
+            return out
+        flops = 0
+        if func.overloadpacket in flop_registry:
+            flops = int(flop_registry[func.overloadpacket](*args, **kwargs, out_val=out))
+        tensors = [t for t in torch.utils._pytree.tree_leaves((args, kwargs, out))
+                   if isinstance(t, torch.Tensor)]  # fmt: skip
+        seen, nbytes, dtype = set(), 0, None
+        for t in tensors:
+            key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
+            if key in seen:
+                continue
+            seen.add(key)
+            nbytes += t.numel() * t.element_size()
+            if t.is_floating_point() and dtype is None:
+                dtype = DTYPE_NAMES.get(t.dtype)
+        self.ops[(name, flops, nbytes, dtype)] += 1
+        return out
+
+
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def op_profile(fn: Callable[[], object]) -> dict:
+    """One call's ops per kind, the `op_profile` record of the bundle. Under no_grad, not
+    inference mode: in inference mode the dispatch mode sees composite ops (aten::linear) before
+    they decompose into the ops that run (aten::mm), which the FLOP registry counts."""
+    counter = OpCounter()
+    with torch.no_grad(), counter:
+        fn()
+    ops = [{"op": name, "calls": calls, "flops": flops, "bytes": nbytes, "dtype": dtype}
+           for (name, flops, nbytes, dtype), calls in sorted(counter.ops.items(),
+                                                             key=lambda kv: kv[0][0])]  # fmt: skip
+    return {"method": "TorchDispatchMode (ops per call; FLOPs by torch.utils.flop_counter)",
+            "ops": ops, "ops_per_call": sum(o["calls"] for o in ops)}  # fmt: skip
+
+
+def minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def faults_per_call(fn: Callable[[], object], call_s: float) -> float:
+    calls = max(1, min(FAULT_CALLS, math.ceil(FAULT_WINDOW_S / max(call_s, 1e-9))))
+    before = minor_faults()
+    for _ in range(calls):
+        fn()
+    return (minor_faults() - before) / calls
+
+
+def _differs(a: collections.Counter, b: collections.Counter) -> str:
+    missing = sorted(set(a) - set(b))
+    extra = sorted(set(b) - set(a))
+    counts = sorted(n for n in set(a) & set(b) if a[n] != b[n])
+    parts = []
+    if missing:
+        parts.append(f"the floor lacks {', '.join(missing[:4])}")
+    if extra:
+        parts.append(f"the floor adds {', '.join(extra[:4])}")
+    if counts:
+        parts.append("different counts of " + ", ".join(f"{n} ({a[n]} vs {b[n]})"
+                                                         for n in counts[:4]))  # fmt: skip
+    return "; ".join(parts)
+
+
+def cpu_floor_record(
+    spec: WorkloadSpec,
+    fn: Callable[[], object],
+    call_s: float,
+    device: torch.device,
+    threads: int,
+    build: Callable[[WorkloadSpec, torch.device], Callable[[], object]],
+    op_names: OpNames = profiled_op_names,
+    policy: SamplingPolicy = FLOOR_POLICY,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
+    """The workload's `overhead` record from its floor call, or why there is none."""
+    floor = floors.floor_of(spec, threads)
+    if floor is None:
+        return _absent(f"no floor rule for kernel {spec.kernel!r}")
+    floor_fn = build(floor.spec, device)
+    with torch.inference_mode():
+        ours, theirs = op_names(fn), op_names(floor_fn)
+        if ours != theirs:
+            return {**_absent(
+                f"the floor call ({floor.rule}) dispatches other ops than the workload: "
+                f"{_differs(ours, theirs)}; a floor on another path measures another call"),
+                "floor": floor.to_json(), "ops": {"workload": dict(ours), "floor": dict(theirs),
+                                                  "match": False}}  # fmt: skip
+        workload_faults = faults_per_call(fn, call_s)
+        faults = [0, 0]
+        result = collect_samples(
+            device_timed(floor_fn, device), policy, clock,
+            lambda: faults.__setitem__(0, minor_faults()),
+            lambda: faults.__setitem__(1, minor_faults()),
+        )  # fmt: skip
+    if not result.samples_s:
+        return _absent("the floor call's warm-up used its whole budget")
+    return {
+        "available": True,
+        "method": FLOOR_CALL,
+        "reason": f"floor call at {threads} thread(s): {floor.rule}",
+        "samples_s": [round(s, 9) for s in result.samples_s],
+        "floor": floor.to_json(),
+        "threads": threads,
+        "ops": {"workload": dict(ours), "floor": dict(theirs), "match": True},
+        "minor_faults_per_call": {
+            "workload": workload_faults,
+            "floor": (faults[1] - faults[0]) / len(result.samples_s),
+        },
+    }
+
+
+def _absent(reason: str) -> dict:
+    return {"available": False, "method": NOT_MEASURED, "reason": reason}
+
+
+def per_op_floor_s(device: torch.device, policy: SamplingPolicy = FLOOR_POLICY) -> dict:
+    """The median time of one tiny op (an add of one-element tensors) on this device: what
+    a call pays per op it dispatches, whatever the op."""
+    x = torch.zeros(PROBE_ELEMENTS, device=device)
+    with torch.inference_mode():
+        result = collect_samples(device_timed(lambda: torch.add(x, x), device), policy)
+    samples = sorted(result.samples_s)
+    return {"op": f"aten::add of {PROBE_ELEMENTS}-element fp32 tensors",
+            "median_s": samples[len(samples) // 2] if samples else None,
+            "samples": len(samples)}  # fmt: skip
+
+
+def measure_overheads(
+    specs: Sequence[WorkloadSpec],
+    records: list[dict],
+    device: torch.device,
+    build: Callable[[WorkloadSpec, torch.device], Callable[[], object]],
+    progress: Progress,
+    policy: SamplingPolicy = FLOOR_POLICY,
+) -> dict:
+    """Fill each measured workload's `overhead` and `op_profile` records, in place; return the
+    run's `overhead_probe` (the per-op floor)."""
+    threads = torch.get_num_threads()
+    for i, (spec, record) in enumerate(zip(specs, records, strict=True)):
+        progress(f"overhead: {spec.id}", i, len(specs))
+        if record["status"] != STATUS_OK or not record["samples_s"]:
+            record["overhead"] = _absent(f"not measured: the workload's status is "
+                                         f"{record['status']}")  # fmt: skip
+            continue
+        samples = sorted(record["samples_s"])
+        call_s = samples[len(samples) // 2]
+        try:
+            fn = build(spec, device)
+            record["op_profile"] = op_profile(fn)
+            if device.type == "cuda":
+                from reviewkit.measure import gpu_overhead
+
+                floor = floors.floor_of(spec, threads)
+                # the capture has warmed the call up; a replay of a long call needs the time
+                # for as many samples as a floor gets
+                replay = dataclasses.replace(policy, warmup_calls=1, warmup_s=0.0,
+                                             budget_s=max(policy.budget_s, 30 * call_s),
+                                             warmup_budget_s=None)  # fmt: skip
+                record["overhead"] = gpu_overhead.measure_gpu_overhead(
+                    fn, device, replay,
+                    (lambda f=floor: build(f.spec, device)) if floor else None,
+                )  # fmt: skip
+            else:
+                record["overhead"] = cpu_floor_record(spec, fn, call_s, device, threads, build,
+                                                      policy=policy)  # fmt: skip
+        except Exception as exc:  # a failure is data: the workload keeps its measurement
+            record["overhead"] = _absent(f"the overhead measurement failed: {first_line(exc)}")
+    progress("overhead: per-op floor", len(specs), len(specs))
+    return per_op_floor_s(device, policy)

@@ -1,0 +1,189 @@
+"""Floor calls: each workload's smallest shape on the same kernels and parallel path (torch-free).
+
+A floor call measures a workload's exposed overhead on a CPU (docs/metrics.md): the time of a
+call whose work is as small as it can be while it still dispatches the same ops and splits
+across as many threads as the workload does. Too small a floor leaves the kernel library's
+path or drops to one thread (below ATen's grain size) and measures another call; the runner
+checks the floor's op names against the workload's and refuses a floor that differs.
+
+Floors are derived at run time from a definition and the thread count: they are not part of
+the suite, so they never change its hash. FLOOR_RULES_VERSION names the rules a bundle used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from reviewkit.suite.workloads import TensorSpec, WorkloadSpec
+
+FLOOR_RULES_VERSION = 1
+# ATen's at::internal::GRAIN_SIZE: at::parallel_for runs a range under this many elements on
+# one thread, and otherwise splits it into min(threads, ceil(n / grain)) tasks. TensorIterator
+# ops (add, gelu, copies, reductions) split their element count by it.
+ATEN_GRAIN_SIZE = 32768
+# The fewest elements a vector-op floor keeps: a whole number of AVX-512 registers of every
+# dtype (16 fp32, 32 bf16 lanes), so the vectorised loop body runs rather than its scalar tail.
+MIN_VECTOR_ELEMENTS = 64
+# A GEMM-family floor's dimension: one 64 x 64 block per thread (about a oneDNN/MKL fp32 block
+# on AVX-512; a 1-wide dimension would switch BLAS to a matrix-vector kernel). An assumption
+# that the profiler's op names cannot check on a CPU (BLAS kernels are not profiler events):
+# the sweep-intercept cross-check in benchmarks/overhead_crosscheck.py does.
+GEMM_FLOOR_DIM = 64
+# Attention's query block in ATen's CPU flash kernel for short sequences (32 under 192 tokens):
+# one block per (batch, head) task.
+ATTENTION_FLOOR_SEQ = 32
+# A convolution's floor: one 16-channel block (oneDNN's AVX-512 channel block) in and out, on
+# an 8 x 8 image (rows enough to split over the threads).
+CONV_FLOOR_CHANNELS = 16
+CONV_FLOOR_SIZE = 8
+# A model's floor keeps its layers (the ops a call dispatches grow with them) at a short prompt.
+MODEL_FLOOR_SEQ = 16
+# Row-parallel kernels (layer norm, softmax over the last dim) split rows over threads with a
+# grain of one row: as many rows as threads keeps every thread busy.
+ROW_PARALLEL = ("layer_norm", "softmax")
+ELEMENT_PARALLEL = ("add", "gelu", "sum", "rms_norm", "transpose_copy")
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """A floor call's definition and the rule that chose its shape, in words."""
+
+    spec: WorkloadSpec
+    rule: str
+
+    def to_json(self) -> dict:
+        return {
+            "inputs": [t.to_json() for t in self.spec.inputs],
+            "params": self.spec.params,
+            "rule": self.rule,
+            "rules_version": FLOOR_RULES_VERSION,
+        }
+
+
+def parallel_tasks(extent: int, threads: int, grain: int = ATEN_GRAIN_SIZE) -> int:
+    """How many tasks at::parallel_for splits `extent` units into at `threads` threads."""
+    if extent < grain or threads <= 1:
+        return 1
+    return min(threads, math.ceil(extent / grain))
+
+
+def same_tasks_extent(extent: int, threads: int, grain: int = ATEN_GRAIN_SIZE,
+                      least: int = 1) -> int:  # fmt: skip
+    """The smallest extent (at least `least`, at most `extent`) that splits into as many tasks
+    as `extent` does."""
+    tasks = parallel_tasks(extent, threads, grain)
+    smallest = least if tasks == 1 else (tasks - 1) * grain + 1
+    return min(extent, max(smallest, least))
+
+
+def _rows_keeping_last(
+    shape: tuple[int, ...], elements: int, keep: int = 1, least_rows: int = 1
+) -> tuple[int, ...]:
+    """`shape` with its last `keep` dims kept and the leading ones shrunk to one dim of rows, so
+    the floor has at least `elements` elements (rank kept: outer dims become 1)."""
+    suffix = shape[len(shape) - keep :]
+    inner = math.prod(suffix)
+    rows = max(least_rows, math.ceil(elements / inner))
+    lead = len(shape) - keep
+    return (1,) * (lead - 1) + (min(rows, math.prod(shape[:lead])),) + suffix
+
+
+def _with(spec: WorkloadSpec, inputs: list[tuple[int, ...]], **params) -> WorkloadSpec:
+    tensors = tuple(TensorSpec(tuple(s), t.dtype) for s, t in zip(inputs, spec.inputs,
+                                                                    strict=True))  # fmt: skip
+    return dataclasses.replace(
+        spec, id=f"{spec.id}.floor", inputs=tensors, params={**spec.params, **params},
+        matmul_flops=0, other_flops=0, bytes=0,
+    )  # fmt: skip
+
+
+def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
+    """The floor call of a workload at a thread count, or None for a kernel without a rule."""
+    k, p, shapes = spec.kernel, spec.params, [t.shape for t in spec.inputs]
+    if k in ELEMENT_PARALLEL:
+        x = shapes[0]
+        n = math.prod(x)
+        want = same_tasks_extent(n, threads, least=MIN_VECTOR_ELEMENTS)
+        # a transpose keeps the dims after the swapped pair, and two rows of the first: a swap
+        # with a dim of one is already contiguous and copies nothing
+        keep = 2 if k == "transpose_copy" else 1
+        shape = _rows_keeping_last(x, want, keep, least_rows=2 if keep == 2 else 1)
+        rest = [shape if len(s) == len(x) else s for s in shapes[1:]]
+        kwargs = {"shape": list(shape)} if "shape" in p else {}
+        tasks = parallel_tasks(math.prod(shape), threads)
+        return Floor(_with(spec, [shape, *rest], **kwargs),
+                     f"elements cut to {math.prod(shape)} (the last {keep} dim(s) kept): "
+                     f"{tasks} task(s) of ATen's {ATEN_GRAIN_SIZE}-element grain, as the "
+                     f"workload's {n} elements split into at {threads} thread(s)")  # fmt: skip
+    if k in ROW_PARALLEL:
+        x = shapes[0]
+        rows = math.prod(x[:-1])
+        shape = _rows_keeping_last(x, min(rows, threads) * x[-1])
+        return Floor(_with(spec, [shape, *shapes[1:]], shape=list(shape)),
+                     f"rows cut to {math.prod(shape[:-1])} of {x[-1]} (one row per thread, "
+                     f"rows split with a grain of one)")  # fmt: skip
+    g = GEMM_FLOOR_DIM
+    if k == "linear":
+        (m, kk), (n, _) = shapes
+        m_f, n_f, k_f = min(m, g), min(n, g * threads), min(kk, g)
+        return Floor(
+            _with(spec, [(m_f, k_f), (n_f, k_f)], m=m_f, n=n_f, k=k_f),
+            f"{m_f} x {k_f} @ {k_f} x {n_f}: a {g} x {g} block per thread",
+        )
+    if k == "bmm":
+        (b, s, d), _ = shapes
+        b_f, s_f, d_f = min(b, threads), min(s, g), min(d, g)
+        return Floor(
+            _with(spec, [(b_f, s_f, d_f), (b_f, d_f, s_f)]),
+            f"{b_f} batch(es) of {s_f} x {d_f} @ {d_f} x {s_f}: a batch per thread",
+        )
+    if k == "sdpa":
+        b, h, s, d = shapes[0]
+        h_f, s_f = min(b * h, threads), min(s, ATTENTION_FLOOR_SEQ)
+        shape = (1, h_f, s_f, d)
+        return Floor(
+            _with(spec, [shape] * 3, batch=1, heads=h_f, seq=s_f),
+            f"1 x {h_f} head(s) x {s_f} tokens x head dim {d}: one query block per "
+            "thread, the head dim kept (it picks the kernel's inner loops)",
+        )
+    if k == "conv2d":
+        (n, c, hh, ww), (kk, _, r, q) = shapes
+        c_f, k_f = min(c, CONV_FLOOR_CHANNELS), min(kk, CONV_FLOOR_CHANNELS)
+        h_f, w_f = min(hh, CONV_FLOOR_SIZE), min(ww, CONV_FLOOR_SIZE)
+        return Floor(_with(spec, [(1, c_f, h_f, w_f), (k_f, c_f, r, q)], batch=1,
+                           channels=c_f, size=h_f),
+                     f"1 x {c_f} x {h_f} x {w_f} input, {k_f} filters of {r} x {q}: one "
+                     "channel block in and out")  # fmt: skip
+    if k == "embedding":
+        (b, s), (vocab, hidden) = shapes
+        ids = same_tasks_extent(b * s * hidden, threads, least=hidden) // hidden or 1
+        ids = min(ids, b * s)
+        v_f = min(vocab, max(ids, MIN_VECTOR_ELEMENTS))
+        return Floor(
+            _with(spec, [(1, ids), (v_f, hidden)], batch=1, seq=ids, vocab=v_f),
+            f"{ids} ids into a {v_f}-row table of width {hidden}",
+        )
+    if k == "mlp_block":
+        t, d, f = p["tokens"], p["hidden"], p["ffn"]
+        t_f, d_f, f_f = min(t, g), min(d, g), min(f, g * threads)
+        return Floor(
+            _with(spec, [(t_f, d_f)], tokens=t_f, hidden=d_f, ffn=f_f),
+            f"{t_f} tokens, hidden {d_f}, ffn {f_f}: a {g} x {g} block per thread",
+        )
+    if k in ("encoder_layer", "gpt_decoder"):
+        heads, hidden = p["heads"], p["hidden"]
+        h_f = min(heads, threads)
+        d_f = h_f * min(hidden // heads, g)
+        f_f = min(p["ffn"], 4 * d_f)
+        if k == "encoder_layer":
+            s_f = min(p["seq"], ATTENTION_FLOOR_SEQ)
+            return Floor(_with(spec, [(1, s_f, d_f)], batch=1, seq=s_f, hidden=d_f, heads=h_f,
+                               ffn=f_f),
+                         f"1 x {s_f} tokens, {h_f} head(s), hidden {d_f}, ffn {f_f}")  # fmt: skip
+        s_f, v_f = min(p["seq"], MODEL_FLOOR_SEQ), min(p["vocab"], g * threads)
+        return Floor(_with(spec, [(1, s_f)], batch=1, seq=s_f, hidden=d_f, heads=h_f, ffn=f_f,
+                           vocab=v_f),
+                     f"1 x {s_f} tokens through all {p['layers']} layers, {h_f} head(s), "
+                     f"hidden {d_f}, ffn {f_f}, vocab {v_f}")  # fmt: skip
+    return None

@@ -1,0 +1,118 @@
+"""The overhead phase: floor calls checked against the workload's ops, ops counted per call."""
+
+import collections
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from reviewkit.analysis.roofline import OVERHEAD_BOUND, analyse_run
+from reviewkit.measure import overhead
+from reviewkit.suite import kernels
+from reviewkit.suite import workloads as suite
+
+CPU = torch.device("cpu")
+
+
+def _spec(prefix: str, profile: str = "smoke"):
+    return next(s for s in suite.plan_specs(profile, ("fp32",), None) if s.id.startswith(prefix))
+
+
+def test_a_floor_on_another_kernel_path_is_refused():
+    # Fake profiler names: the workload runs the flash kernel, the floor the math fallback.
+    names = iter([
+        collections.Counter({"aten::scaled_dot_product_attention": 1,
+                             "aten::_scaled_dot_product_flash_attention_for_cpu": 1}),
+        collections.Counter({"aten::scaled_dot_product_attention": 1,
+                             "aten::_scaled_dot_product_attention_math": 1, "aten::bmm": 2}),
+    ])  # fmt: skip
+    spec = _spec("attention.gpt-2-small-s64-sdpa-causal")
+    rec = overhead.cpu_floor_record(spec, kernels.build(spec, CPU), 1e-5, CPU, 2, kernels.build,
+                                    op_names=lambda fn: next(names))  # fmt: skip
+    assert rec["available"] is False and rec["method"] == "not-measured"
+    assert "lacks aten::_scaled_dot_product_flash_attention_for_cpu" in rec["reason"]
+    assert "adds aten::_scaled_dot_product_attention_math, aten::bmm" in rec["reason"]
+    assert rec["ops"]["match"] is False and "samples_s" not in rec
+
+
+def test_a_real_floor_call_runs_the_workloads_ops():
+    spec = _spec("elementwise.llama-2-7b-s64-residual-add")
+    fn = kernels.build(spec, CPU)
+    rec = overhead.cpu_floor_record(spec, fn, 1e-5, CPU, torch.get_num_threads(), kernels.build,
+                                    policy=overhead.FLOOR_POLICIES["smoke"])  # fmt: skip
+    assert rec["available"] and rec["method"] == "floor-call", rec["reason"]
+    assert rec["ops"]["match"] and rec["ops"]["workload"] == {"aten::add": 1}
+    assert len(rec["samples_s"]) >= overhead.FLOOR_POLICIES["smoke"].min_samples
+    assert set(rec["minor_faults_per_call"]) == {"workload", "floor"}
+    assert rec["floor"]["inputs"][0]["shape"] != spec.inputs[0].shape or spec.inputs[0].numel <= 64
+
+
+def test_op_profile_counts_a_gemm_like_flop_counter():
+    # F.linear(x (128 x 768), w (3072 x 768)): one aten::mm of 2 x 128 x 768 x 3072 FLOPs
+    # = 603,979,776, bytes = (128 x 768 + 3072 x 768 + 128 x 3072) x 4 = 11,403,264.
+    x, w = torch.randn(128, 768), torch.randn(3072, 768)
+    prof = overhead.op_profile(lambda: F.linear(x, w))
+    assert prof["ops"] == [{"op": "aten::mm", "calls": 1, "flops": 603_979_776,
+                            "bytes": 11_403_264, "dtype": "fp32"}]  # fmt: skip
+    assert prof["ops_per_call"] == 1
+
+
+def _wrapped(k: int):
+    """A test-only builder: the workload followed by k tiny adds, in the floor too."""
+    tiny = torch.zeros(1)
+
+    def build(spec, device):
+        fn = kernels.build(spec, device)
+
+        def call():
+            fn()
+            for _ in range(k):
+                torch.add(tiny, tiny)
+
+        return call
+
+    return build
+
+
+def _floor_median(k: int) -> float:
+    spec = _spec("gemm.llama-3-8b-s64-attn-q")
+    build = _wrapped(k)
+    rec = overhead.cpu_floor_record(spec, build(spec, CPU), 1e-5, CPU, torch.get_num_threads(),
+                                    build)  # fmt: skip
+    assert rec["available"], rec["reason"]
+    samples = sorted(rec["samples_s"])
+    return samples[len(samples) // 2]
+
+
+def test_k_extra_tiny_ops_add_about_k_per_op_floors():
+    # 64 extra one-element adds should add about 64 x the per-op floor to the floor call: within
+    # a factor of 2 either way (the docs' cross-check tolerance), on any machine.
+    # One thread: on a busy 2-core machine a second thread's wake-up costs milliseconds at
+    # random and would drown the adds (seen: a 16 ms floor while another process ran).
+    k = 64
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            base, wrapped = _floor_median(0), _floor_median(k)
+        per_op = overhead.per_op_floor_s(CPU)["median_s"]
+    finally:
+        torch.set_num_threads(threads)
+    gained = wrapped - base
+    assert 0.5 * k * per_op <= gained <= 2 * k * per_op, (base, wrapped, per_op)
+
+
+def test_a_recorded_floor_of_80_percent_makes_the_workload_overhead_bound():
+    # The record as the runner writes it, on a fake clock: the call 100 us, its floor 80 us.
+    doc = {
+        "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
+        "workloads": [{
+            "id": "w", "layer_type": "elementwise", "dtype": "fp32", "status": "ok",
+            "flops": 1e6, "bytes": 1e6, "samples_s": [100e-6] * 30,
+            "overhead": {"available": True, "method": "floor-call", "samples_s": [80e-6] * 30},
+        }],
+    }  # fmt: skip
+    analyse_run(doc, below_roof_share=0.5)
+    w = doc["workloads"][0]
+    assert w["bottleneck"] == OVERHEAD_BOUND
+    assert w["fractions"]["overhead"] == pytest.approx(0.8)

@@ -1,0 +1,81 @@
+"""Floor calls' shapes against ATen's parallel_for split, worked by hand."""
+
+import math
+
+import pytest
+
+from reviewkit.suite import floors
+from reviewkit.suite import workloads as suite
+
+
+def _spec(kernel_id: str, profile: str = "quick", dtype: str = "fp32"):
+    return next(s for s in suite.plan_specs(profile, (dtype,), None) if s.id.startswith(kernel_id))
+
+
+@pytest.mark.parametrize(
+    "extent,threads,tasks",
+    [(32767, 8, 1),  # under one grain: serial
+     (32768, 8, 1),  # ceil(32768 / 32768) = 1 task
+     (32769, 8, 2),  # ceil(32769 / 32768) = 2
+     (2_097_152, 2, 2),  # 64 grains, capped at 2 threads
+     (2_097_152, 1, 1)],
+)  # fmt: skip
+def test_parallel_tasks_follows_atens_split(extent, threads, tasks):
+    assert floors.parallel_tasks(extent, threads) == tasks
+
+
+def test_same_tasks_extent_is_the_smallest_with_as_many_tasks():
+    # 2,097,152 elements at 2 threads: 2 tasks; the smallest extent with 2 is 32,769.
+    assert floors.same_tasks_extent(2_097_152, 2) == 32_769
+    # at 8 threads: 8 tasks; the smallest is 7 x 32,768 + 1 = 229,377
+    assert floors.same_tasks_extent(2_097_152, 8) == 229_377
+    # one thread: one task, down to the vector minimum
+    assert floors.same_tasks_extent(2_097_152, 1, least=64) == 64
+
+
+def test_residual_add_floor_keeps_its_split_and_row_length():
+    spec = _spec("elementwise.llama-2-7b-residual-add")  # 512 x 4096 fp32
+    f = floors.floor_of(spec, 2)
+    # 32,769 elements wanted in rows of 4096: ceil(32769 / 4096) = 9 rows = 36,864 elements
+    assert [t.shape for t in f.spec.inputs] == [(9, 4096), (9, 4096)]
+    assert floors.parallel_tasks(9 * 4096, 2) == floors.parallel_tasks(512 * 4096, 2) == 2
+    assert f.spec.id.endswith(".floor") and f.spec.definition_hash() != spec.definition_hash()
+    # at 8 threads: 229,377 / 4096 -> 57 rows, 8 tasks like the workload
+    f8 = floors.floor_of(spec, 8)
+    assert f8.spec.inputs[0].shape == (57, 4096)
+    assert floors.parallel_tasks(57 * 4096, 8) == 8
+
+
+def test_row_parallel_floor_has_a_row_per_thread():
+    f = floors.floor_of(_spec("norm.bert-base-layernorm"), 2)  # 512 x 768, grain of one row
+    assert f.spec.inputs[0].shape == (2, 768) and f.spec.inputs[1].shape == (768,)
+
+
+def test_transpose_floor_keeps_a_swap_that_copies():
+    # (1, 64, 4, 16) swapped on dims 1, 2: a floor of one row would swap a dim of 1 with 4 and
+    # copy nothing; it keeps two rows.
+    f = floors.floor_of(_spec("data-movement.gpt-2-small-s64-heads-transpose", "smoke"), 2)
+    assert f.spec.inputs[0].shape == (1, 2, 4, 16)
+
+
+def test_gemm_and_attention_floors():
+    f = floors.floor_of(_spec("gemm.llama-2-7b-mlp-up"), 2)  # 128 x 4096 @ 4096 x 11008
+    assert [t.shape for t in f.spec.inputs] == [(64, 64), (128, 64)]  # n: 64 per thread
+    a = floors.floor_of(_spec("attention.llama-2-7b-sdpa-causal"), 2)  # 1 x 32 x 512 x 128
+    assert a.spec.inputs[0].shape == (1, 2, 32, 128) and a.spec.params["causal"] is True
+
+
+def test_model_floor_keeps_every_layer():
+    spec = _spec("model.gpt-2-small-decoder-2l.b1s256")
+    f = floors.floor_of(spec, 2)
+    assert f.spec.params["layers"] == spec.params["layers"] == 2
+    assert f.spec.params["seq"] == floors.MODEL_FLOOR_SEQ
+    assert f.spec.params["hidden"] % f.spec.params["heads"] == 0
+
+
+def test_every_suite_kernel_has_a_floor_no_larger_than_the_workload():
+    for spec in suite.plan_specs("quick", suite.DTYPES, None):
+        f = floors.floor_of(spec, 2)
+        assert f is not None, spec.id
+        for mine, theirs in zip(f.spec.inputs, spec.inputs, strict=True):
+            assert math.prod(mine.shape) <= math.prod(theirs.shape), spec.id
