@@ -64,5 +64,15 @@ def read(w: dict, stats: SampleStats) -> Overhead:
             max(0.0, stats.median_ci_low_s - own.median_ci_high_s),
             method, rec.get("reason", ""),
         )  # fmt: skip
+    double = rec.get("double_samples_s") if method == FLOOR_CALL else None
+    if double:
+        # the line through the floor and its double (twice the work on the same path) at zero
+        # work: 2 x floor - double, the fixed cost without the floor's own work
+        two = summarise(double)
+        return Overhead(
+            max(0.0, 2 * own.p50_s - two.p50_s),
+            max(0.0, 2 * own.median_ci_low_s - two.median_ci_high_s),
+            method, rec.get("reason", ""),
+        )  # fmt: skip
     return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""),
-                    upper_bound=method == FLOOR_UPPER_BOUND)  # fmt: skip
+                    upper_bound=method in (FLOOR_UPPER_BOUND, FLOOR_CALL))  # fmt: skip

@@ -11,9 +11,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import math
 import os
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +25,7 @@ from torch.utils.flop_counter import flop_registry
 from reviewkit.analysis.overhead import FLOOR_CALL, NOT_MEASURED
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.measure.device import device_timed, first_line
-from reviewkit.measure.timing import SamplingPolicy, collect_samples
+from reviewkit.measure.timing import SamplingPolicy, collect_alternating, collect_samples
 from reviewkit.suite import floors
 from reviewkit.suite.workloads import WorkloadSpec
 
@@ -33,7 +33,7 @@ from reviewkit.suite.workloads import WorkloadSpec
 # to well under a microsecond, and its budget keeps the phase under 15% of a quick run.
 # The warm-up may take a whole second: a floor's first call creates its oneDNN primitives. The
 # smoke profile, whose workloads are floor-sized themselves, takes fewer samples.
-FLOOR_POLICY = SamplingPolicy(warmup_calls=3, warmup_s=0.005, min_samples=50, min_time_s=0.02,
+FLOOR_POLICY = SamplingPolicy(warmup_calls=3, warmup_s=0.002, min_samples=40, min_time_s=0.005,
                               max_samples=2000, budget_s=1.25, warmup_budget_s=1.0)  # fmt: skip
 FLOOR_POLICIES = {
     "smoke": SamplingPolicy(warmup_calls=2, warmup_s=0.0, min_samples=10, min_time_s=0.0,
@@ -41,10 +41,6 @@ FLOOR_POLICIES = {
     "quick": FLOOR_POLICY,
     "full": FLOOR_POLICY,
 }  # fmt: skip
-# Calls over which a workload's minor page faults are counted: a few, and no more than about
-# FAULT_WINDOW_S of calls (a 100 ms GEMM is counted over one).
-FAULT_CALLS = 3
-FAULT_WINDOW_S = 0.02
 # Ops whose count follows the shapes, not the kernels (allocation and views): left out when the
 # floor's op names are checked against the workload's, and when ops per call are counted.
 METADATA_OPS = frozenset({
@@ -132,6 +128,10 @@ def op_profile(fn: Callable[[], object]) -> dict:
     counter = OpCounter()
     with torch.no_grad(), counter:
         fn()
+    return _op_record(counter)
+
+
+def _op_record(counter: OpCounter) -> dict:
     ops = [{"op": name, "calls": calls, "flops": flops, "bytes": nbytes, "dtype": dtype}
            for (name, flops, nbytes, dtype), calls in sorted(counter.ops.items(),
                                                              key=lambda kv: kv[0][0])]  # fmt: skip
@@ -139,16 +139,29 @@ def op_profile(fn: Callable[[], object]) -> dict:
             "ops": ops, "ops_per_call": sum(o["calls"] for o in ops)}  # fmt: skip
 
 
+def profile_call(fn: Callable[[], object]) -> tuple[collections.Counter, dict, int]:
+    """One call profiled and its ops counted at once (a long workload is called once, not
+    twice): (the profiler's op names, the op_profile record, the call's minor page faults).
+    The dispatch mode re-dispatches each op it sees, which the profiler records a second time:
+    those are taken off, so the names are what a call alone dispatches (profiled_op_names)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    counter = OpCounter()
+    before = minor_faults()
+    with _quiet_stderr(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof, \
+            counter:
+        fn()
+    faults = minor_faults() - before
+    names = collections.Counter(
+        e.name for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
+    )
+    for (name, *_), calls in counter.ops.items():
+        names[name] -= calls
+    return +names, _op_record(counter), faults
+
+
 def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def faults_per_call(fn: Callable[[], object], call_s: float) -> float:
-    calls = max(1, min(FAULT_CALLS, math.ceil(FAULT_WINDOW_S / max(call_s, 1e-9))))
-    before = minor_faults()
-    for _ in range(calls):
-        fn()
-    return (minor_faults() - before) / calls
 
 
 def _differs(a: collections.Counter, b: collections.Counter) -> str:
@@ -176,42 +189,66 @@ def cpu_floor_record(
     op_names: OpNames = profiled_op_names,
     policy: SamplingPolicy = FLOOR_POLICY,
     clock: Callable[[], float] = time.perf_counter,
+    profiled: tuple[collections.Counter, int] | None = None,
 ) -> dict:
-    """The workload's `overhead` record from its floor call, or why there is none."""
+    """The workload's `overhead` record from its floor call and the floor's double, timed turn
+    about (a drift of the machine reaches both alike), or why there is none.
+
+    Each is checked against the workload's op names first. t_o is where the line through the
+    two meets zero work (2 x floor - double, analysis/overhead.py): the floor's own work out."""
     floor = floors.floor_of(spec, threads)
     if floor is None:
         return _absent(f"no floor rule for kernel {spec.kernel!r}")
+    double = floors.doubled(floor, threads)
     floor_fn = build(floor.spec, device)
+    double_fn = build(double, device) if double is not None else None
     with torch.inference_mode():
-        ours, theirs = op_names(fn), op_names(floor_fn)
+        if profiled is None:
+            before = minor_faults()
+            ours = op_names(fn)
+            workload_faults = minor_faults() - before
+        else:  # the workload's names and faults from its one profiled call (profile_call)
+            ours, workload_faults = profiled
+        theirs = op_names(floor_fn)
         if ours != theirs:
             return {**_absent(
                 f"the floor call ({floor.rule}) dispatches other ops than the workload: "
                 f"{_differs(ours, theirs)}; a floor on another path measures another call"),
                 "floor": floor.to_json(), "ops": {"workload": dict(ours), "floor": dict(theirs),
                                                   "match": False}}  # fmt: skip
-        workload_faults = faults_per_call(fn, call_s)
-        faults = [0, 0]
-        result = collect_samples(
-            device_timed(floor_fn, device), policy, clock,
-            lambda: faults.__setitem__(0, minor_faults()),
-            lambda: faults.__setitem__(1, minor_faults()),
-        )  # fmt: skip
-    if not result.samples_s:
+        if double_fn is not None and op_names(double_fn) != ours:
+            double_fn = None  # the double left the path: the floor alone, an upper bound
+        calls = [device_timed(floor_fn, device)]
+        calls += [device_timed(double_fn, device)] if double_fn is not None else []
+        before = minor_faults()
+        if len(calls) == 2:
+            results = collect_alternating(calls, [contextlib.nullcontext] * 2, policy, clock)
+        else:
+            results = [collect_samples(calls[0], policy, clock)]
+        floor_faults = (minor_faults() - before) / max(
+            1, sum(len(r.samples_s) + len(r.warmup_samples_s) for r in results))
+    if not results[0].samples_s:
         return _absent("the floor call's warm-up used its whole budget")
-    return {
+    record = {
         "available": True,
         "method": FLOOR_CALL,
         "reason": f"floor call at {threads} thread(s): {floor.rule}",
-        "samples_s": [round(s, 9) for s in result.samples_s],
+        "samples_s": [round(x, 9) for x in results[0].samples_s],
         "floor": floor.to_json(),
         "threads": threads,
         "ops": {"workload": dict(ours), "floor": dict(theirs), "match": True},
-        "minor_faults_per_call": {
-            "workload": workload_faults,
-            "floor": (faults[1] - faults[0]) / len(result.samples_s),
-        },
+        "minor_faults_per_call": {"workload": workload_faults, "floor": floor_faults},
     }
+    if len(results) == 2 and results[1].samples_s:
+        record["double_samples_s"] = [round(x, 9) for x in results[1].samples_s]
+        record["double_floor"] = {"inputs": [t.to_json() for t in double.inputs]}
+        record["reason"] += (
+            "; t_o = 2 x floor - its double (the same ops at twice the first dimension, "
+            "timed turn about): the fixed cost, the floor's own work taken out"
+        )
+    else:
+        record["reason"] += "; no double on the same path: t_o is the floor's time, an upper bound"
+    return record
 
 
 def _absent(reason: str) -> dict:
@@ -219,15 +256,31 @@ def _absent(reason: str) -> dict:
 
 
 def per_op_floor_s(device: torch.device, policy: SamplingPolicy = FLOOR_POLICY) -> dict:
-    """The median time of one tiny op (an add of one-element tensors) on this device: what
-    a call pays per op it dispatches, whatever the op."""
+    """What a call pays per op it dispatches, whatever the op: the median of an add of
+    one-element tensors (one thread); and, at more than one thread, the fixed cost of an add
+    split over every thread (2 x t(n) - t(2n) at the fewest elements that split n ways: the
+    parallel region's fork and join, which a one-element op never pays)."""
+    threads = torch.get_num_threads()
     x = torch.zeros(PROBE_ELEMENTS, device=device)
     with torch.inference_mode():
         result = collect_samples(device_timed(lambda: torch.add(x, x), device), policy)
-    samples = sorted(result.samples_s)
-    return {"op": f"aten::add of {PROBE_ELEMENTS}-element fp32 tensors",
-            "median_s": samples[len(samples) // 2] if samples else None,
-            "samples": len(samples)}  # fmt: skip
+        out = {"op": f"aten::add of {PROBE_ELEMENTS}-element fp32 tensors",
+               "median_s": statistics.median(result.samples_s) if result.samples_s else None,
+               "samples": len(result.samples_s), "threads": threads,
+               "parallel_op": None, "parallel_fixed_s": None}  # fmt: skip
+        if threads > 1:
+            n = floors.same_tasks_extent(threads * floors.ATEN_GRAIN_SIZE, threads)
+            a, b = torch.zeros(n, device=device), torch.zeros(2 * n, device=device)
+            one, two = collect_alternating(
+                [device_timed(lambda: torch.add(a, a), device),
+                 device_timed(lambda: torch.add(b, b), device)],
+                [contextlib.nullcontext] * 2, policy,
+            )  # fmt: skip
+            if one.samples_s and two.samples_s:
+                out["parallel_op"] = f"aten::add of {n} and {2 * n} fp32 elements, {threads} tasks"
+                out["parallel_fixed_s"] = max(0.0, 2 * statistics.median(one.samples_s)
+                                              - statistics.median(two.samples_s))  # fmt: skip
+    return out
 
 
 def measure_overheads(
@@ -250,25 +303,31 @@ def measure_overheads(
         samples = sorted(record["samples_s"])
         call_s = samples[len(samples) // 2]
         try:
-            fn = build(spec, device)
-            record["op_profile"] = op_profile(fn)
-            if device.type == "cuda":
-                from reviewkit.measure import gpu_overhead
-
-                floor = floors.floor_of(spec, threads)
-                # the capture has warmed the call up; a replay of a long call needs the time
-                # for as many samples as a floor gets
-                replay = dataclasses.replace(policy, warmup_calls=1, warmup_s=0.0,
-                                             budget_s=max(policy.budget_s, 30 * call_s),
-                                             warmup_budget_s=None)  # fmt: skip
-                record["overhead"] = gpu_overhead.measure_gpu_overhead(
-                    fn, device, replay,
-                    (lambda f=floor: build(f.spec, device)) if floor else None,
-                )  # fmt: skip
-            else:
-                record["overhead"] = cpu_floor_record(spec, fn, call_s, device, threads, build,
-                                                      policy=policy)  # fmt: skip
+            record["overhead"], record["op_profile"] = _measure_one(
+                spec, build(spec, device), call_s, device, threads, build, policy
+            )
         except Exception as exc:  # a failure is data: the workload keeps its measurement
             record["overhead"] = _absent(f"the overhead measurement failed: {first_line(exc)}")
     progress("overhead: per-op floor", len(specs), len(specs))
     return per_op_floor_s(device, policy)
+
+
+def _measure_one(spec, fn, call_s, device, threads, build, policy) -> tuple[dict, dict]:
+    """(overhead record, op_profile) of one workload on this device."""
+    if device.type != "cuda":
+        names, ops, faults = profile_call(fn)
+        record = cpu_floor_record(spec, fn, call_s, device, threads, build, policy=policy,
+                                  profiled=(names, faults))  # fmt: skip
+        return record, ops
+    from reviewkit.measure import gpu_overhead
+
+    floor = floors.floor_of(spec, threads)
+    # the capture has warmed the call up; a replay of a long call needs the time for as many
+    # samples as a floor gets
+    replay = dataclasses.replace(policy, warmup_calls=1, warmup_s=0.0,
+                                 budget_s=max(policy.budget_s, 30 * call_s),
+                                 warmup_budget_s=None)  # fmt: skip
+    record = gpu_overhead.measure_gpu_overhead(
+        fn, device, replay, (lambda f=floor: build(f.spec, device)) if floor else None
+    )
+    return record, op_profile(fn)

@@ -37,6 +37,10 @@ ATTENTION_FLOOR_SEQ = 32
 # an 8 x 8 image (rows enough to split over the threads).
 CONV_FLOOR_CHANNELS = 16
 CONV_FLOOR_SIZE = 8
+# ATen runs a one-image fp32 convolution through oneDNN only when its input has more than this
+# many elements (ConvParams::use_mkldnn); under it, the slow thnn path (seen: a 16 x 8 x 8 floor
+# ran aten::_slow_conv2d_forward where the workload ran aten::mkldnn_convolution).
+MKLDNN_CONV_MIN_INPUT = 20480
 # A model's floor keeps its layers (the ops a call dispatches grow with them) at a short prompt.
 MODEL_FLOOR_SEQ = 16
 # Row-parallel kernels (layer norm, softmax over the last dim) split rows over threads with a
@@ -150,11 +154,17 @@ def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
     if k == "conv2d":
         (n, c, hh, ww), (kk, _, r, q) = shapes
         c_f, k_f = min(c, CONV_FLOOR_CHANNELS), min(kk, CONV_FLOOR_CHANNELS)
-        h_f, w_f = min(hh, CONV_FLOOR_SIZE), min(ww, CONV_FLOOR_SIZE)
+        # the smallest square image over ATen's oneDNN threshold for a one-image convolution
+        side = math.isqrt(MKLDNN_CONV_MIN_INPUT // c_f) + 1
+        h_f, w_f = min(hh, max(CONV_FLOOR_SIZE, side)), min(ww, max(CONV_FLOOR_SIZE, side))
+        if c_f * h_f * w_f <= MKLDNN_CONV_MIN_INPUT:  # a small image: more channel blocks
+            blocks = math.ceil((MKLDNN_CONV_MIN_INPUT + 1) / (h_f * w_f) / CONV_FLOOR_CHANNELS)
+            c_f = min(c, blocks * CONV_FLOOR_CHANNELS)
         return Floor(_with(spec, [(1, c_f, h_f, w_f), (k_f, c_f, r, q)], batch=1,
                            channels=c_f, size=h_f),
-                     f"1 x {c_f} x {h_f} x {w_f} input, {k_f} filters of {r} x {q}: one "
-                     "channel block in and out")  # fmt: skip
+                     f"1 x {c_f} x {h_f} x {w_f} input, {k_f} filters of {r} x {q}: the fewest "
+                     f"{CONV_FLOOR_CHANNELS}-channel blocks and pixels over the "
+                     f"{MKLDNN_CONV_MIN_INPUT}-element input ATen needs for oneDNN")  # fmt: skip
     if k == "embedding":
         (b, s), (vocab, hidden) = shapes
         ids = same_tasks_extent(b * s * hidden, threads, least=hidden) // hidden or 1
@@ -187,3 +197,35 @@ def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
                      f"1 x {s_f} tokens through all {p['layers']} layers, {h_f} head(s), "
                      f"hidden {d_f}, ffn {f_f}, vocab {v_f}")  # fmt: skip
     return None
+
+
+def grown(spec: WorkloadSpec, factor: int) -> WorkloadSpec:
+    """`spec` with its first dimension `factor` times as large: every input of the first's rank
+    and first dimension grows (a GEMM's weights do not), and the params naming it follow."""
+    first = spec.inputs[0].shape
+    inputs = tuple(
+        TensorSpec((t.shape[0] * factor, *t.shape[1:]), t.dtype)
+        if len(t.shape) == len(first) and t.shape[0] == first[0]
+        else t
+        for t in spec.inputs
+    )
+    params = dict(spec.params)
+    key = {"gpt_decoder": "batch", "embedding": "batch", "mlp_block": "tokens"}.get(spec.kernel)
+    if key:
+        params[key] = params[key] * factor
+    if "shape" in params:
+        params["shape"] = list(inputs[0].shape)
+    return dataclasses.replace(spec, inputs=inputs, params=params, id=f"{spec.id}.x{factor}")
+
+
+def doubled(floor: Floor, threads: int) -> WorkloadSpec | None:
+    """The floor with twice the work on the same path, or None where doubling would change the
+    split (an element-wise floor still under one grain that doubling takes over it). The line
+    through the floor and its double meets zero work at the call's fixed cost: the floor's own
+    work is taken out."""
+    double = grown(floor.spec, 2)
+    if floor.spec.kernel in ELEMENT_PARALLEL:
+        before = parallel_tasks(math.prod(floor.spec.inputs[0].shape), threads)
+        if parallel_tasks(math.prod(double.inputs[0].shape), threads) != before:
+            return None
+    return double

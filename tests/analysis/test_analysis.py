@@ -271,6 +271,20 @@ def test_analyse_run_recomputes_from_samples():
     assert doc["layer_types_by_dtype"]["fp32"]["gemm"]["workloads"] == 1
 
 
+def test_analyse_run_takes_the_floors_own_work_out_with_its_double():
+    # Floor median 10 us, its double (twice the work, same ops) 14 us: the line through them
+    # meets zero work at 2 x 10 - 14 = 6 us. The call: 100 us -> overhead 6%.
+    floor = {"available": True, "method": "floor-call", "samples_s": [9e-6, 10e-6, 11e-6],
+             "double_samples_s": [13e-6, 14e-6, 15e-6]}  # fmt: skip
+    doc = {
+        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+        "workloads": [_raw_workload("fp32", 5e7, 1e6, [99e-6, 100e-6, 101e-6], floor)],
+    }
+    analyse_run(doc)
+    assert doc["workloads"][0]["decomposition"]["overhead_time_s"] == pytest.approx(6e-6)
+    assert doc["workloads"][0]["fractions"]["overhead"] == pytest.approx(0.06)
+
+
 def test_analyse_run_reads_a_graph_replay_as_eager_minus_replay():
     # Eager median 30 us, CUDA-graph replay median 18 us: t_o = 12 us of 30 us = 0.4.
     graph = {"available": True, "method": "cuda-graph", "samples_s": [17e-6, 18e-6, 19e-6]}
@@ -396,3 +410,24 @@ def test_analyse_run_aggregates_energy_per_layer_type():
     assert doc["layer_energy_by_dtype"]["bf16"]["gemm"]["flops_per_joule"] == pytest.approx(
         2e10 / 30
     )
+
+
+def test_a_composite_whose_counted_ops_miss_its_flops_keeps_the_fused_roof():
+    # An encoder layer on its fast path: one fused op the FLOP registry does not know (0 FLOPs,
+    # 10 MB) against an analytic F = 2e9: 0 < half of 2e9, so no per-op roof; the fused roof
+    # (t_c = 2 ms > t_m = 20 us) makes it compute-bound, with no fusion headroom.
+    ops = {"ops": [{"op": "aten::_transformer_encoder_layer_fwd", "calls": 1, "flops": 0,
+                    "bytes": 10_000_000, "dtype": "fp32"}]}  # fmt: skip
+    floor = {"available": True, "method": "floor-call", "samples_s": [1e-4] * 3}
+    doc = {
+        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+        "workloads": [{**_raw_workload("fp32", 2e9, 2e6, [3e-3] * 3, floor),
+                       "layer_type": "block", "op_profile": ops}],
+    }  # fmt: skip
+    w = analyse_run(doc)["workloads"][0]
+    assert w["bottleneck"] == COMPUTE_BOUND and w["fusion_headroom_fraction"] is None
+    # with its GEMMs counted (1.9e9 of 2e9 FLOPs) the per-op roof applies
+    ops["ops"] = [{"op": "aten::addmm", "calls": 2, "flops": 950_000_000, "bytes": 1_000_000,
+                   "dtype": "fp32"}]  # fmt: skip
+    w = analyse_run(doc)["workloads"][0]
+    assert w["fusion_headroom_fraction"] is not None

@@ -44,6 +44,9 @@ def test_a_real_floor_call_runs_the_workloads_ops():
     assert rec["ops"]["match"] and rec["ops"]["workload"] == {"aten::add": 1}
     assert len(rec["samples_s"]) >= overhead.FLOOR_POLICIES["smoke"].min_samples
     assert set(rec["minor_faults_per_call"]) == {"workload", "floor"}
+    # 4,096 elements at any thread count: one task; the floor keeps 64, its double 128 (one
+    # task still): both timed, so the floor's own work is taken out
+    assert rec["double_samples_s"] and rec["double_floor"]["inputs"][0]["shape"] == [2, 64]
     assert rec["floor"]["inputs"][0]["shape"] != spec.inputs[0].shape or spec.inputs[0].numel <= 64
 
 
@@ -116,3 +119,17 @@ def test_a_recorded_floor_of_80_percent_makes_the_workload_overhead_bound():
     w = doc["workloads"][0]
     assert w["bottleneck"] == OVERHEAD_BOUND
     assert w["fractions"]["overhead"] == pytest.approx(0.8)
+
+
+def test_one_profiled_call_gives_the_names_a_call_alone_dispatches():
+    # profile_call runs the profiler and the dispatch mode in one call; the mode's re-dispatch
+    # is recorded twice by the profiler and taken off again: the names must equal a plain
+    # profile's, for a GEMM (composite ops nested) and a whole decoder.
+    for prefix in ("gemm.llama-3-8b-s64-attn-q", "model.gpt-2-small-s64-decoder-2l.b1s8"):
+        spec = _spec(prefix)
+        fn = kernels.build(spec, CPU)
+        with torch.inference_mode():
+            plain = overhead.profiled_op_names(fn)
+        names, ops, faults = overhead.profile_call(fn)
+        assert names == plain, prefix
+        assert ops["ops_per_call"] >= 1 and faults >= 0

@@ -79,3 +79,33 @@ def test_every_suite_kernel_has_a_floor_no_larger_than_the_workload():
         assert f is not None, spec.id
         for mine, theirs in zip(f.spec.inputs, spec.inputs, strict=True):
             assert math.prod(mine.shape) <= math.prod(theirs.shape), spec.id
+
+
+def test_the_double_keeps_the_split_and_doubles_the_work():
+    f = floors.floor_of(_spec("elementwise.llama-2-7b-residual-add"), 2)  # 9 x 4096: 2 tasks
+    d = floors.doubled(f, 2)
+    assert [t.shape for t in d.inputs] == [(18, 4096), (18, 4096)]  # still 2 tasks at 2 threads
+    g = floors.floor_of(_spec("gemm.llama-2-7b-mlp-up"), 2)
+    assert [t.shape for t in floors.doubled(g, 2).inputs] == [(128, 64), (128, 64)]  # m only
+    model = floors.floor_of(_spec("model.gpt-2-small-decoder-2l.b1s256"), 2)
+    assert floors.doubled(model, 2).params["batch"] == 2
+
+
+def test_a_double_that_would_cross_a_grain_is_not_taken():
+    # 4,096 elements at 2 threads: 1 task; the floor keeps 64 (one row of 64); a floor of
+    # 20,000 elements would double past the 32,768 grain into 2 tasks: no double then.
+    spec = _spec("elementwise.llama-2-7b-s64-residual-add", "smoke")
+    f = floors.floor_of(spec, 2)
+    assert floors.doubled(f, 2) is not None
+    wide = floors.Floor(floors.grown(f.spec, 20_000 // 64 + 1), "test")
+    assert floors.doubled(wide, 2) is None
+
+
+def test_conv_floor_stays_over_atens_onednn_threshold():
+    f = floors.floor_of(_spec("conv.resnet-50-stage3-conv3x3"), 2)  # 1 x 256 x 14 x 14
+    (n, c, h, w), _ = (t.shape for t in f.spec.inputs)
+    # 16 channels want sqrt(20480 / 16) = 35.8 -> 36 x 36, but the image is 14 x 14: the
+    # channels grow instead, ceil(20481 / 196 / 16) = 7 blocks = 112: 112 x 196 = 21,952 > 20,480
+    assert (n, c, h, w) == (1, 112, 14, 14)
+    g = floors.floor_of(_spec("conv.resnet-50-stage1-conv3x3"), 2)  # 1 x 64 x 56 x 56
+    assert g.spec.inputs[0].shape == (1, 16, 36, 36)  # 16 x 1,296 = 20,736 > 20,480
