@@ -76,6 +76,7 @@ class Decomposition:
     faster_than_roofline: bool
     overhead_overestimated: bool
     note: str  # why the class is what it is, in words
+    roof_class: str = COMPUTE_BOUND  # the dominant roof term, whatever the class
 
     def fractions(self) -> dict:
         return {
@@ -140,6 +141,7 @@ def decompose(
             note=(f"{UNCLASSIFIED}: {NOT_MEASURED} (the roof explains {share:.0%} of the time, "
                   f"under the {threshold:.0%} below-roof share)" if unclassified
                   else f"{roof} by its roof ({share:.0%} of the time); {NOT_MEASURED}"),
+            roof_class=roof,
         )  # fmt: skip
     overhead = min(max(overhead_s, 0.0), t)
     overestimated = t >= t_roof > t - overhead
@@ -165,7 +167,7 @@ def decompose(
             note += f", under the {threshold:.0%} below-roof share"
     return Decomposition(
         t, t_c, t_m, t_comm, t_roof, overhead, t_k, compute, stall, comm, overhead_fraction,
-        inefficiency, 0.0, low, share, cls, below, faster, overestimated, note,
+        inefficiency, 0.0, low, share, cls, below, faster, overestimated, note, roof,
     )  # fmt: skip
 
 

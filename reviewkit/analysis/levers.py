@@ -94,3 +94,23 @@ def annotate(doc: dict) -> None:
             evidence = gemm_evidence(doc, w)
         if evidence:
             w["lever"] = f"{BELOW_ROOF_LEVER}: {evidence}"
+
+
+def annotate_layers(doc: dict) -> None:
+    """A below-roof layer type's lever names the evidence of its slowest workload that has some
+    (the causal attention, the skinny GEMM), in place."""
+    tables = [(None, doc.get("layer_types") or {})]
+    tables += [(dtype, t) for dtype, t in (doc.get("layer_types_by_dtype") or {}).items()]
+    for dtype, table in tables:
+        for layer_type, agg in table.items():
+            if not agg.get("below_roof") or agg.get("bottleneck") != COMPUTE_BOUND:
+                continue
+            with_evidence = [
+                w for w in doc["workloads"]
+                if w["layer_type"] == layer_type and w.get("stats")
+                and (dtype is None or w["dtype"] == dtype)
+                and (w.get("lever") or "").startswith(f"{BELOW_ROOF_LEVER}: ")
+            ]  # fmt: skip
+            if with_evidence:
+                w = max(with_evidence, key=lambda x: x["stats"]["p50_s"])
+                agg["lever"] = f"{w['lever']} ({w['id']}, the slowest with such evidence)"

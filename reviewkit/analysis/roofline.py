@@ -186,6 +186,23 @@ class LayerAggregate:
         return asdict(self)
 
 
+def _summed_terms(ds: list[Decomposition]) -> tuple[float, float, float]:
+    """(sum t_c, sum t_m, sum t_comm) a layer type is classified by. A composite classified by
+    its per-op roof (its class differs from what its own terms say) adds its whole roof time to
+    the term of that class: its terms are per-op sums, not one op's."""
+    t_c = t_m = t_comm = 0.0
+    for d in ds:
+        t_comm += d.communication_time_s
+        if d.roof_class != roof_class(d.compute_time_s, d.memory_time_s, d.communication_time_s):
+            on_wire = d.roof_class == COMMUNICATION_BOUND
+            t_c += 0.0 if on_wire or d.roof_class == MEMORY_BOUND else d.roof_time_s
+            t_m += d.roof_time_s if d.roof_class == MEMORY_BOUND else 0.0
+        else:
+            t_c += d.compute_time_s
+            t_m += d.memory_time_s
+    return t_c, t_m, t_comm
+
+
 def aggregate(
     rows: Iterable[tuple[str, Roofline]], below_roof_share: float | None = None
 ) -> dict[str, LayerAggregate]:
@@ -205,8 +222,7 @@ def aggregate(
 
         roof_s = sum(d.roof_time_s for d in ds)
         measured_all = all(d.overhead_time_s is not None for d in ds)
-        roof = roof_class(*(sum(getattr(d, f) for d in ds)
-                            for f in ("compute_time_s", "memory_time_s", "communication_time_s")))
+        roof = roof_class(*_summed_terms(ds))
         if measured_all:
             kernel_s = sum(d.kernel_time_s for d in ds)
             share = roof_s / kernel_s if kernel_s > 0 else None
@@ -519,6 +535,7 @@ def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
     from reviewkit.analysis import levers
 
     levers.annotate(doc)
+    levers.annotate_layers(doc)
     for w in measured(doc):
         _refresh_energy(w)
     doc["layer_energy"] = _energy_by_layer(measured(doc))
