@@ -219,8 +219,8 @@ def migrate_v4_to_v5(doc: dict) -> dict:
 
 
 V5_NO_OVERHEAD = (
-    "recorded with run.json schema 5, before overhead was measured: overhead and inefficiency "
-    "are not told apart"
+    "recorded with run.json schema {version}, before overhead was measured: overhead and "
+    "inefficiency are not told apart"
 )
 
 
@@ -228,7 +228,8 @@ def migrate_v5_to_v6(doc: dict) -> dict:
     """Schema 5 -> 6: no workload's overhead was measured: each gets `overhead` not measured,
     with that reason, so the analysis never reinterprets the unexplained time as overhead."""
     out = {**doc, "schema_version": 6, "migrated_from": doc.get("migrated_from", 5)}
-    absent = {"available": False, "method": "not-measured", "reason": V5_NO_OVERHEAD}
+    absent = {"available": False, "method": "not-measured",
+              "reason": V5_NO_OVERHEAD.format(version=out["migrated_from"])}  # fmt: skip
     out["workloads"] = [w if "overhead" in w else {**w, "overhead": dict(absent)}
                         for w in doc["workloads"]]  # fmt: skip
     return out

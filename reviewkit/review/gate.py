@@ -23,6 +23,7 @@ from reviewkit.review.checks import (
     Evidence,
     evaluate_disproof,
 )
+from reviewkit.review.checks.bottleneck import SENIOR_QUESTION, measured_classes
 from reviewkit.review.reviewfile import Review, load_review
 from reviewkit.review.rubric import Rubric, RubricItem, load_rubric
 
@@ -112,6 +113,8 @@ def _manual(item: RubricItem, review: Review, ctx: Context) -> CheckResult:
             "`evidence` pointer (a path in the review folder)",
         )
     evidence = [Evidence("text", "answer", value=answer.answer)]
+    if item.id == SENIOR_QUESTION:  # the answer beside the classes the runs measured
+        evidence += measured_classes(ctx)
     if answer.evidence_path is None:
         return CheckResult(WARN, "answered without an evidence pointer", tuple(evidence))
     evidence.append(ctx.artifact(f"evidence {answer.evidence}", answer.evidence_path))

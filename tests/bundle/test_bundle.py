@@ -179,12 +179,15 @@ def test_v1_survey_is_kept_by_the_migration():
 def test_committed_v1_samples_load_migrated():
     from pathlib import Path
 
-    path = Path(__file__).parents[2] / "samples" / "review-bf16-transformer" / "runs"
+    # the decisions log keeps the v1 bundles its decisions were made on
+    path = Path(__file__).parents[2] / "site" / "decisions" / "bf16-transformer" / "runs"
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     doc = load_run(path)
     assert doc["schema_version"] == 6 and doc["migrated_from"] == 1
     assert all(w["energy"]["available"] is False for w in doc["workloads"])
+    assert all(w["overhead"]["method"] == "not-measured" and "schema 1" in w["overhead"]["reason"]
+               for w in doc["workloads"])  # fmt: skip
 
 
 @pytest.mark.parametrize(

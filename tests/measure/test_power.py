@@ -283,6 +283,7 @@ def test_warn_without_energy_and_pass_with_power_evidence(tmp_path):
 
 
 def test_committed_v1_sample_review_warns_with_the_migration_reason():
-    f = _finding(SAMPLES / "review-bf16-transformer" / "review.toml")
+    # the decisions log's bf16 review cites the v1 bundles it was decided on
+    f = _finding(SAMPLES.parent / "site" / "decisions" / "bf16-transformer" / "review.toml")
     assert f.status == "warn"
     assert "recorded with run.json schema 1, before energy was metered" in f.summary

@@ -374,3 +374,21 @@ def test_a_review_device_profile_of_another_device_is_refused(tmp_path):
     message = str(info.value)
     assert "runs.baseline" in message and "Zen 3" in message and "Zen 4" in message
     assert "runs.device_profile" in message
+
+
+def test_the_senior_question_is_read_beside_the_measured_classes(tmp_path):
+    # The candidate's heaviest layer types (by time share) are cited beside the answer: class,
+    # share of roof, overhead and lever. Overhead measured on the candidate's model workload.
+    from runfactory import WORKLOADS
+
+    model = next(name for name, layer_type, *_ in WORKLOADS if layer_type == "model")
+    path = write_review(tmp_path, complete_review(),
+                        cand_kw={"overhead_for": {model: 1e-4}})  # fmt: skip
+    report = run_check(path)
+    senior = next(f for f in report.findings if f.item.id == "senior-question")
+    measured = [e for e in senior.evidence if e.label.startswith("measured, ")]
+    assert 1 <= len(measured) <= 3
+    heaviest = max(report.review_candidates[0][1]["layer_types"].items(),
+                   key=lambda kv: kv[1]["time_share"])  # fmt: skip
+    assert measured[0].value.startswith(f"candidate 1 {heaviest[0]}: ")
+    assert "roof share" in measured[0].value and "lever: " in measured[0].value

@@ -35,6 +35,27 @@ def layer_finding(label: str, layer_type: str, agg: dict) -> str:
     )
 
 
+# The manual item whose answer names a bottleneck class: its finding cites the measured ones.
+SENIOR_QUESTION = "senior-question"
+# How many of a candidate's layer types (largest share of its time first) the senior question's
+# finding cites beside the answer: the few that decide the end-to-end time.
+SENIOR_QUESTION_LAYERS = 3
+
+
+def measured_classes(ctx: Context) -> list[Evidence]:
+    """Each candidate's heaviest layer types with their measured class, share of roof and
+    lever: what the answer to the senior question is read against."""
+    out = []
+    for i, (_, cand) in enumerate(ctx.candidates):
+        layers = sorted((cand.get("layer_types") or {}).items(),
+                        key=lambda kv: -kv[1]["time_share"])  # fmt: skip
+        for layer_type, agg in layers[:SENIOR_QUESTION_LAYERS]:
+            finding = layer_finding(f"candidate {i + 1}", layer_type, agg)
+            out.append(Evidence("number", f"measured, {pct(agg['time_share'])} of the time",
+                                value=finding))  # fmt: skip
+    return out
+
+
 @check("bottleneck-per-layer")
 def bottleneck_per_layer(ctx: Context) -> CheckResult:
     evidence = []
