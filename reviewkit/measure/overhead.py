@@ -1,9 +1,10 @@
 """A run's overhead phase: each workload's exposed overhead measured, its ops counted (torch).
 
-On a CPU a workload's floor call (suite/floors.py) is timed like the workload, after the
-profiler has shown that it dispatches the same ops; on a GPU the call is replayed from a CUDA
-graph (gpu_overhead.py). Every workload's ops per call are counted by a dispatch mode, with
-their FLOPs and bytes, for a composite's per-op roof and the ops-times-floor cross-check.
+On a CPU a workload's floor call (suite/floors.py) and the floor's double are timed turn about,
+after the profiler has shown that they dispatch the workload's ops; on a GPU the call is
+replayed from a CUDA graph (gpu_overhead.py). Every workload's ops per call are counted by a
+dispatch mode, with their FLOPs and bytes, for a composite's per-op roof and the
+ops-times-floor cross-check (benchmarks/overhead_crosscheck.py).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from reviewkit.measure.timing import SamplingPolicy, collect_alternating, collec
 from reviewkit.suite import floors
 from reviewkit.suite.workloads import WorkloadSpec
 
-# A floor call takes microseconds: a few hundred samples in a tenth of a second give its median
-# to well under a microsecond, and its budget keeps the phase under 15% of a quick run.
-# The warm-up may take a whole second: a floor's first call creates its oneDNN primitives. The
-# smoke profile, whose workloads are floor-sized themselves, takes fewer samples.
+# A floor call takes microseconds: 40 samples and 5 ms each for the floor and its double give
+# their medians to well under a microsecond, and keep the phase under 15% of a quick run (9.7-
+# 13% measured, docs/benchmarks.md). The warm-up may take a whole second: a floor's first call
+# creates its oneDNN primitives. The smoke profile, floor-sized itself, takes fewer samples.
 FLOOR_POLICY = SamplingPolicy(warmup_calls=3, warmup_s=0.002, min_samples=40, min_time_s=0.005,
                               max_samples=2000, budget_s=1.25, warmup_budget_s=1.0)  # fmt: skip
 FLOOR_POLICIES = {
