@@ -221,8 +221,9 @@ class Comparison:
             f"Verdicts: {self.design}; margin ±{pct(m.min_effect, 0)}"
             + (f" ({by_layer})" if by_layer else "")
             + self._run_to_run()
-            + f"; measured noise floor {floor} (the median half-width of the workloads' 95% "
-            "intervals: about what an A/A comparison shows)"
+            + f"; measured noise floor {floor} (the median relative half-width of the "
+            "workloads' 95% intervals, half the interval over its ratio: about what an A/A "
+            "comparison shows)"
             + f"; p99 regressions at a {pct(m.fdr, 0)} false discovery rate over "
             f"{self.p99_comparisons} comparisons; MFU against {self.denominator}."
         )
@@ -449,7 +450,8 @@ def compare(
                 ratio[0.5], intervals[0.5] = call_paired_interval(log_ratios)
         ci = {q: intervals[q].ci for q in QUANTILES}
         verdict = three_way_verdict(ci[0.5], margin)
-        half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2)
+        # relative to the ratio: a 0.012 [0.008, 0.019] ratio is ±46%, not ±0.5%
+        half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2 / ratio[0.5])
         p99_draws = draws[0.99][1] / draws[0.99][0]
         p_values.append((len(rows), p_beyond(ratio[0.99], intervals[0.99], p99_draws, margin)))
         methods.append(intervals[0.5].method)

@@ -69,7 +69,8 @@ def profiled_kernel_intervals(
         for e in prof.events()
         if e.device_type == DeviceType.CUDA
         and not e.is_user_annotation
-        and e.activity_type in DEVICE_ACTIVITIES
+        # torch before FunctionEvent.activity_type (the H200 ran 2.11): every device event
+        and getattr(e, "activity_type", None) in (*DEVICE_ACTIVITIES, None)
     ]
 
 

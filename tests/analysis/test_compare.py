@@ -161,3 +161,16 @@ def test_the_design_counts_the_workloads_measured_in_one_round():
                            "the drift between rounds not in it)")  # fmt: skip
     both_single = compare(_doc(rounds), _doc(rounds)).design
     assert "; every workload: percentile bootstrap" in both_single
+
+
+def test_the_noise_floor_is_the_intervals_half_width_relative_to_its_ratio():
+    # One workload ~100x faster: whatever its interval [lo, hi] around the ratio r, the noise
+    # floor is (hi - lo) / 2 / r. Before, (hi - lo) / 2 alone: a 0.012 [0.008, 0.019] ratio
+    # read "±0.5%" where its interval is ±46% of it.
+    base = _doc({"model.a": _normal(0.1, sd=0.2, n=40)})
+    cand = _doc({"model.a": _normal(0.001, sd=0.2, n=40, seed=7)})
+    comp = compare(base, cand)
+    w = comp.workloads[0]
+    lo, hi = w.median_ratio_ci
+    assert comp.noise_floor == pytest.approx((hi - lo) / 2 / w.median_ratio)
+    assert comp.noise_floor > 0.03  # 20% noise on 40 samples each: several percent, not 0.1%

@@ -464,3 +464,31 @@ def test_contents_numbers_stay_inside_the_page_margin_in_print(tmp_path):
                                       for _, m in markers)  # fmt: skip
     for margin_left, marker in markers:
         assert marker.position_x >= margin_left, (marker.text, marker.position_x, margin_left)
+
+
+def _brief_text(html_path) -> str:
+    tree = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(
+        html_path.read_text()
+    )
+    brief = next(el for el in tree.iter("section") if el.get("id") == "brief")
+    return " ".join(" ".join(brief.itertext()).split())
+
+
+def test_an_unsigned_decision_says_so_on_page_one(packet):
+    # complete_review's decision has a status and a date, and nobody signed it
+    result, _ = packet
+    assert "Signed off unsigned" in _brief_text(result.html)
+
+
+def test_the_authors_note_and_sign_off_are_on_page_one(tmp_path):
+    review = complete_review()
+    review["decision"] = {
+        "status": "go", "date": "2026-12-03", "signed_off_by": "A. Reviewer",
+        "note": "Roll out to <canary> first; <b>watch</b> the norms.",
+    }  # fmt: skip
+    path = write_review(tmp_path / "review", review)
+    result = write_packet(path, tmp_path / "out", pdf=False)
+    text = _brief_text(result.html)
+    assert "Signed off A. Reviewer" in text and "unsigned" not in text
+    assert "The author's decision: Roll out to <canary> first; <b>watch</b> the norms." in text
+    assert "<b>watch</b>" not in result.html.read_text()  # the note is text, escaped
