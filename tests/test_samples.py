@@ -69,6 +69,7 @@ def test_sample_review_checks_as_its_decision_says():
         "precision-quality",
         "long-window",
         "production-shape",
+        "sla-kpi",  # missed under load, with the numbers: 669 ms p99 at 8.29 queries/s
     }
     shape = next(f for f in report.findings if f.item.id == "production-shape")
     assert "no usable trace summary" in shape.summary and "synthetic" in shape.summary
@@ -88,6 +89,12 @@ def test_sample_review_checks_as_its_decision_says():
     assert valid and min(lv["latency"]["p99_s"] for lv in valid) > 0.15
     assert w["single-stream"]["latency"]["p99_s"] < 0.15
     assert status["sla-kpi"] == "fail"
+    sla = next(f for f in report.findings if f.item.id == "sla-kpi")
+    # at the SLA's 8 queries/s: the nearest measured load at or above it, 8.29/s
+    at = min((lv for lv in valid if lv["target_rate_per_s"] >= 8.0),
+             key=lambda lv: lv["target_rate_per_s"])  # fmt: skip
+    assert (f"misses p99 <= 150 ms at 8 queries/s: p99 {at['latency']['p99_s'] * 1e3:.3g} ms at "
+            f"{at['target_rate_per_s']:.3g} queries/s offered") in sla.summary  # fmt: skip
     soak = json.loads((folder / "evidence" / "soak.json").read_text())
     assert soak["analysis"]["verdict"] == "stable" and soak["measured_window_s"] >= 60
     assert status["long-window"] == "warn"

@@ -29,6 +29,7 @@ class SweptLevel:
     p99_s: float | None
     valid: bool
     invalid_reasons: tuple[str, ...] = ()
+    queries: int | None = None  # how many queries the level's percentiles come from
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,9 @@ def _level(raw: object, key: str) -> SweptLevel:
     _need(p99 is not None or not valid, f"{key}.latency.p99_s", "a number on a valid level")
     reasons = raw.get("invalid_reasons", [])
     _need(isinstance(reasons, list), f"{key}.invalid_reasons", "a list")
+    queries = raw.get("queries")
+    _need(queries is None or (type(queries) is int and queries >= 0), f"{key}.queries",
+          "a whole number >= 0 or absent")  # fmt: skip
     return SweptLevel(
         target_rate_per_s=_optional_number(raw, "target_rate_per_s", f"{key}.target_rate_per_s"),
         load_fraction=_optional_number(raw, "load_fraction", f"{key}.load_fraction"),
@@ -98,6 +102,7 @@ def _level(raw: object, key: str) -> SweptLevel:
         p99_s=p99,
         valid=valid,
         invalid_reasons=tuple(str(r) for r in reasons),
+        queries=queries,
     )
 
 

@@ -107,7 +107,8 @@ def test_a_damaged_sweep_is_refused_by_the_gate_and_the_packet_with_one_reason(t
     report = run_check(path)
     sla = next(f for f in report.findings if f.item.id == "sla-kpi")
     reason = "`workloads[0].server[2].valid` must be true or false"
-    assert sla.status == "pass" and f"cited sweep not used: evidence/sweep.json: {reason}" in (
+    # judged per call, so unjudged under load: a warning that names the unused file
+    assert sla.status == "warn" and f"cited sweep not used: evidence/sweep.json: {reason}" in (
         sla.summary
     )
     assert sla.evidence[0].kind == "workload"  # judged per call on the run

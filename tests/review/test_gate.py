@@ -69,10 +69,11 @@ RED_FLAGS = {
 
 # Too few workloads lack both the model and the sweep; a fallback claim needs quality evidence
 # (the seed: "sparse or precision wins without fallback and quality evidence").
-# Dropping the model workload also leaves the soak without its workload in the candidate.
+# Dropping the model workload also leaves the soak and the SLA target (`model.*`) without their
+# workload in the candidate.
 SHARED_CAUSE = {
-    "production-shape": {"shape-portability", "long-window"},
-    "shape-portability": {"production-shape", "long-window"},
+    "production-shape": {"shape-portability", "long-window", "sla-kpi"},
+    "shape-portability": {"production-shape", "long-window", "sla-kpi"},
     "precision-quality": {"fallback"},
 }
 
@@ -225,7 +226,8 @@ def test_findings_carry_artifacts_with_sha256(tmp_path):
     review = _drop(complete_review(), "evidence", "sweep")
     report = run_check(write_review(tmp_path / "per-call", review))
     sla = next(f for f in report.findings if f.item.id == "sla-kpi")
-    assert sla.status == "pass" and "cite a `reviewkit sweep`" in sla.summary
+    # met one query at a time, unjudged under load without a sweep: a warning, never a pass
+    assert sla.status == "warn" and "cite a `reviewkit sweep`" in sla.summary
     assert sla.evidence[0].reproduce == "reviewkit run --only 'model.toy-decoder.b1s256.bf16'"
 
 
@@ -288,7 +290,7 @@ def test_an_sla_target_named_by_shape_holds_every_dtype_in_the_gate_and_the_pack
     # Per call on the run (no sweep cited), the same target still finds the workload.
     report = run_check(write_review(tmp_path / "per-call", _drop(review, "evidence", "sweep")))
     sla = next(f for f in report.findings if f.item.id == "sla-kpi")
-    assert sla.status == "pass" and sla.evidence[0].value == "model.toy-decoder.b1s256.bf16"
+    assert sla.status == "warn" and sla.evidence[0].value == "model.toy-decoder.b1s256.bf16"
 
 
 def test_a_quality_row_without_a_status_is_not_measured_for_the_gate_or_the_packet(tmp_path):

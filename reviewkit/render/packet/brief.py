@@ -93,7 +93,10 @@ def build_brief(report: Report, model: dict) -> dict:
         blocking = [f.item.title for f in report.findings if f.blocks]
         gate_note = f"The gate fails on {len(blocking)} blocking item(s): {', '.join(blocking)}."
     chart = next((name for name in CLAIM_CHARTS if name in model["charts"]), None)
+    # the SLA as the gate judged it (under load where a sweep is cited), shown as it is
+    sla = next((f for f in report.findings if f.item.check == "sla-kpi"), None)
     return {
+        "sla": {"status": sla.status, "summary": sla.summary} if sla else None,
         "decision": model["decision"],
         "gate": {"verdict": report.verdict, "note": gate_note},
         "devices": devices_note(report),
