@@ -24,6 +24,7 @@ from reviewkit.review.checks import (
     evaluate_disproof,
 )
 from reviewkit.review.checks.bottleneck import SENIOR_QUESTION, measured_classes
+from reviewkit.review.primary import PrimaryMetric, primary_metric
 from reviewkit.review.reviewfile import Review, load_review
 from reviewkit.review.rubric import Rubric, RubricItem, load_rubric
 
@@ -73,6 +74,16 @@ class Report:
     warnings: tuple[str, ...]
     baseline: dict  # the analysed baseline run
     review_candidates: tuple[tuple[Path, dict], ...]  # (bundle path, analysed run)
+    primary: PrimaryMetric | None = None  # the claim's primary metric, judged once
+
+    @property
+    def decision_reads(self) -> str:
+        """The decision as its evidence lets it stand: a `go` whose primary metric does not
+        settle its hypothesis reads `needs-evidence` until it does."""
+        status = self.review.decision.get("status", "proposed")
+        if status == "go" and self.primary is not None and not self.primary.settles:
+            return "needs-evidence"
+        return status
 
     @property
     def red_flags(self) -> list[Finding]:
@@ -95,6 +106,8 @@ class Report:
                 "path": self.rubric.path,
             },
             "verdict": self.verdict,
+            "decision_reads": self.decision_reads,
+            "primary_metric": self.primary.to_json() if self.primary else None,
             "blocking_failures": [f.item.id for f in self.findings if f.blocks],
             "red_flags": [f.to_json() for f in self.red_flags],
             "findings": [f.to_json() for f in self.findings],
@@ -249,7 +262,8 @@ def run_check(
                 f"{label}: {len(failed)} workload(s) did not run normally "
                 f"(e.g. {failed[0]}); see the stack-maturity finding"
             )
-    ctx = Context(review, baseline, candidates, comparisons)
+    primary = primary_metric(review, comparisons[0] if comparisons else None)
+    ctx = Context(review, baseline, candidates, comparisons, primary=primary)
     findings = []
     for item in rubric.items:
         ctx.params = item.params
@@ -275,4 +289,5 @@ def run_check(
         tuple(warnings),
         baseline,
         tuple(candidates),
+        primary,
     )

@@ -12,6 +12,9 @@ from reviewkit.common.numbers import finite_number
 from reviewkit.common.tomlfile import closest, read_toml
 
 SCHEMA_VERSION = 1
+# What the claim says its primary metric shows: faster (an improvement), or no slower than the
+# margin ("same latency, cheaper"). It decides which verdict settles the claim.
+HYPOTHESES = ("improvement", "no-regression")
 DECISION_STATUSES = ("proposed", "go", "no-go", "needs-evidence", "rolled-back", "superseded")
 RISK_LEVELS = ("low", "medium", "high")
 DISPROOF_METRICS = (
@@ -114,6 +117,7 @@ SCHEMA = {
     "schema_version": _f(int, required=True),
     "title": _f(str, required=True, max_chars=TITLE_MAX_CHARS),
     "summary": _f(str, max_chars=SUMMARY_MAX_CHARS),
+    "hypothesis": _f(str, choices=HYPOTHESES),
     "runs": _f(
         dict,
         required=True,
@@ -250,6 +254,7 @@ class Review:
     answers: dict = field(default_factory=dict)  # item id -> Answer
     decision: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
+    hypothesis: str = "improvement"
 
     def relative(self, path: Path) -> str:
         try:
@@ -450,4 +455,5 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
         answers=answers,
         decision=decision,
         raw=doc,
+        hypothesis=doc.get("hypothesis", "improvement"),
     )

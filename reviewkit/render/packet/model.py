@@ -95,53 +95,20 @@ def _communication(label: str, doc: dict) -> dict:
 
 
 def _headline(report: Report) -> dict:
-    """The one primary metric trend: the workload the primary-metric answer names (its
-    evidence's #fragment, else the first compared workload its text names), else the
-    end-to-end model's latency if measured, else the layer type with the largest time share."""
-    comp = report.comparisons[0]
+    """The one primary metric trend as the gate judged it (review/primary.py): the workload
+    the primary-metric answer names, at the quantile it names, else the end-to-end model, else
+    the layer type with the most workloads."""
     cand = report.review.candidates[0]
     answer = report.review.answers.get("primary-metric")
     out = {"answer": answer.answer if answer else "", "candidate_run": report.review.relative(cand)}
-    named = _named_workloads(answer, [w for w in comp.workloads if w.median_ratio])
-    models = [w for w in comp.workloads if w.layer_type == "model" and w.median_ratio]
-    if named or models:
-        w = (named or models)[0]
-        out.update(
-            kind="workload",
-            label=f"median latency of {w.key}",
-            ratio=w.median_ratio,
-            ci=w.median_ratio_ci,
-            verdict=w.verdict,
-            p99_ratio=w.p99_ratio,
-        )
-    elif comp.layer_types:
-        layer = max(comp.layer_types, key=lambda x: x.workloads)
-        out.update(
-            kind="layer",
-            label=f"summed median time of {layer.layer_type}",
-            ratio=layer.time_ratio,
-            ci=layer.time_ratio_ci,
-            verdict=layer.verdict,
-            p99_ratio=None,
-        )
+    p = report.primary
+    if p is not None:
+        p99 = next((w.p99_ratio for w in report.comparisons[0].workloads if w.key == p.key),
+                   None) if p.kind == "workload" and p.quantile != "p99" else None  # fmt: skip
+        out.update(kind=p.kind, label=p.label, ratio=p.ratio, ci=p.ci, verdict=p.verdict,
+                   p99_ratio=p99, settles=p.settles, needs=p.needs,
+                   hypothesis=p.hypothesis)  # fmt: skip
     return out
-
-
-def _named_workloads(answer, compared: list) -> list:
-    """The compared workloads a review answer points at: its evidence's #fragment first, then
-    any whose id its text contains (longest id first, so b1s256 is not found inside b1s2560)."""
-    if answer is None:
-        return []
-    ids = [{w.key, w.candidate_id, w.baseline_id} - {None} for w in compared]
-    fragment = (answer.evidence or "").partition("#")[2]
-    pairs = zip(compared, ids, strict=True)
-    by_fragment = [w for w, names in pairs if fragment and fragment in names]
-    if by_fragment:
-        return by_fragment
-    text = answer.answer or ""
-    mentioned = [(max(len(n) for n in names if n in text), i) for i, names in enumerate(ids)
-                 if any(n in text for n in names)]  # fmt: skip
-    return [compared[i] for _, i in sorted(mentioned, key=lambda m: (-m[0], m[1]))]
 
 
 def _slices(report: Report) -> list[dict]:
@@ -315,6 +282,7 @@ def build_model(report: Report) -> dict:
         "title": r.title,
         "summary_html": markdown_html(r.summary),
         "decision": {k: str(v) for k, v in sorted(r.decision.items())},
+        "decision_reads": report.decision_reads,
         "owner": {"name": r.owner_name, "team": r.owner_team},
         "reviewers": list(r.reviewers),
         "rubric": {"name": report.rubric.name, "version": report.rubric.version},

@@ -194,3 +194,25 @@ def rollback_plan(ctx: Context) -> CheckResult:
     if missing:
         return CheckResult(FAIL, f"[rollback] lacks {', '.join(missing)}", evidence)
     return CheckResult(PASS, "rollback boundary, trigger and procedure are stated", evidence)
+
+
+@check("primary-metric-verdict")
+def primary_metric_verdict(ctx: Context) -> CheckResult:
+    """A `go` needs its primary metric to settle the claim's hypothesis; any other status is
+    told what a `go` would need."""
+    p = ctx.primary
+    status = ctx.review.decision.get("status", "proposed")
+    if p is None:
+        return CheckResult(MISSING, "no primary metric: no workload or layer type was compared")
+    what = (f"{p.label}: ratio {p.ratio:.3g} [{p.ci[0]:.3g}, {p.ci[1]:.3g}], {p.verdict} "
+            f"against ±{p.margin:.0%}")  # fmt: skip
+    if p.settles:
+        return CheckResult(PASS, f"the primary metric settles the {p.hypothesis} claim: {what}")
+    settle = ("re-measure interleaved with `reviewkit ab` (its pairing narrows the interval) "
+              "or with more rounds")  # fmt: skip
+    if status == "go":
+        return CheckResult(FAIL, f"a go whose primary metric does not settle its {p.hypothesis} "
+                                 f"claim ({what}; {p.needs}): the decision reads needs-evidence "
+                                 f"until it does; {settle}")  # fmt: skip
+    return CheckResult(WARN, f"the primary metric does not settle the {p.hypothesis} claim yet "
+                             f"({what}; {p.needs}); a go would need it: {settle}")  # fmt: skip

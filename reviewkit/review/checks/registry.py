@@ -50,6 +50,7 @@ class Context:
     candidates: list[tuple[Path, dict]]
     comparisons: list[Comparison]
     params: dict = field(default_factory=dict)
+    primary: object = None  # review.primary.PrimaryMetric (the gate judges it once)
     _sha: dict = field(default_factory=dict)
 
     def sha256(self, path: Path) -> str:
