@@ -98,7 +98,7 @@ def test_sample_review_checks_as_its_decision_says():
     soak = json.loads((folder / "evidence" / "soak.json").read_text())
     assert soak["analysis"]["verdict"] == "stable" and soak["measured_window_s"] >= 60
     assert status["long-window"] == "warn"
-    assert [d["status"] for d in report.disproof] == ["holds"] * 3
+    assert [d["status"] for d in report.disproof] == ["not disproved"] * 3
 
 
 TRACE_SAMPLES = sorted((Path(__file__).parents[1] / "samples").glob("*/trace_summary.json"))
@@ -152,7 +152,7 @@ def test_two_device_sample_review_checks_as_its_decision_says():
     (decoder,) = [w for w in report.comparisons[0].workloads
                   if w.key == "model.gpt-2-small-decoder-2l.b1s256.bf16"]  # fmt: skip
     assert decoder.verdict == "faster" and decoder.median_ratio_ci[1] < 0.1
-    assert [d["status"] for d in report.disproof] == ["holds"]
+    assert [d["status"] for d in report.disproof] == ["not disproved"]
     for folder in ("cpu-quick-epyc-2core", "gpu-quick-h200"):
         copy = "baseline-cpu" if folder.startswith("cpu") else "candidate-h200"
         original = review.parents[1] / folder / "run.json"

@@ -21,7 +21,7 @@ def test_complete_review_passes_every_item(tmp_path):
     assert set(status.values()) == {"pass"}, {k: v for k, v in status.items() if v != "pass"}
     assert report.red_flags == []
     assert report.verdict == "pass"
-    assert [d["status"] for d in report.disproof] == ["holds"]
+    assert [d["status"] for d in report.disproof] == ["not disproved"]
 
 
 def _drop(review, *path):
@@ -187,7 +187,7 @@ def test_disproved_claim_fails_the_gate(tmp_path):
     )
     review["disproof"].append({"statement": "words only"})
     report, status = statuses(write_review(tmp_path, review))
-    assert [d["status"] for d in report.disproof] == ["holds", "disproved", "not evaluable"]
+    assert [d["status"] for d in report.disproof] == ["not disproved", "disproved", "not evaluable"]
     assert status["disproof"] == "fail" and report.verdict == "fail"
 
 
@@ -394,3 +394,26 @@ def test_the_senior_question_is_read_beside_the_measured_classes(tmp_path):
                    key=lambda kv: kv[1]["time_share"])  # fmt: skip
     assert measured[0].value.startswith(f"candidate 1 {heaviest[0]}: ")
     assert "roof share" in measured[0].value and "lever: " in measured[0].value
+
+
+def test_a_disproof_criterion_is_judged_on_the_interval_not_the_point(tmp_path):
+    # The candidate is 2.5x faster: the model's median ratio is about 0.4 with an interval
+    # around it. A threshold at the point estimate itself lies inside the interval: neither
+    # disproved nor clear of it, "cannot rule out" (a warning); one far above is clear of it.
+    review = complete_review()
+    report = run_check(write_review(tmp_path / "a", review))
+    row = next(w for w in report.comparisons[0].workloads if w.layer_type == "model")
+    lo, hi = row.median_ratio_ci
+    assert lo < row.median_ratio < hi
+    review["disproof"] = [{"statement": "not faster than its own point", "workload": "model.*",
+                           "metric": "median_ratio", "comparison": ">",
+                           "threshold": row.median_ratio}]  # fmt: skip
+    report, status = statuses(write_review(tmp_path / "b", review))
+    (d,) = report.disproof
+    assert d["status"] == "cannot rule out" and "straddles" in d["why"]
+    assert status["disproof"] == "warn"
+    review["disproof"][0]["threshold"] = hi * 1.5
+    report, status = statuses(write_review(tmp_path / "c", review))
+    assert report.disproof[0]["status"] == "not disproved"
+    assert "interval clear of the threshold" in report.disproof[0]["why"]
+    assert status["disproof"] == "pass"

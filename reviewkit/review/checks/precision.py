@@ -17,7 +17,7 @@ from reviewkit.review.checks.registry import (
     check,
 )
 
-HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
+HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
 # Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
 # baseline's narrowest lowered precision.
 DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}

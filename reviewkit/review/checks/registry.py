@@ -18,7 +18,11 @@ STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
 
 
 STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
-HOLDS, DISPROVED, NOT_EVALUABLE = "holds", "disproved", "not evaluable"
+# A disproof criterion's outcome, judged on the interval where there is one: disproved when the
+# whole interval meets it, not disproved when the whole interval is clear of its threshold,
+# cannot rule out when the interval straddles it.
+HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
+CANNOT_RULE_OUT = "cannot rule out"
 
 
 @dataclass(frozen=True)
