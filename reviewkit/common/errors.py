@@ -27,3 +27,8 @@ class InputError(ReviewkitError):
 
 class BundleError(InputError):
     """A run bundle that cannot be read: missing, malformed or of another schema version."""
+
+
+class OutputError(ReviewkitError):
+    """An output that could not be written (a full disk, a read-only folder, permissions): the
+    previous output is left as it was."""

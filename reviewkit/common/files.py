@@ -1,11 +1,15 @@
-"""The one atomic file writer: a temporary file beside the target, fsync, then rename over it."""
+"""The one atomic file writer (a temporary file beside the target, fsync, rename over it), and
+write failures as one line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from reviewkit.common.errors import OutputError
 
 
 def write_text_atomic(
@@ -39,3 +43,18 @@ def write_text_atomic(
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def output_errors(out_dir: Path, what: str) -> Iterator[None]:
+    """Turn an OSError while writing `what` into `out_dir` into one OutputError line that names
+    the path and the cause (a full disk, a read-only folder), never a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or out_dir
+        cause = exc.strerror or str(exc)
+        raise OutputError(
+            f"--out {out_dir}: could not write the {what} ({cause}: {where}); the previous "
+            f"{what} is left as it was: free some space or pick a folder you can write to"
+        ) from exc

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reviewkit import __version__
 from reviewkit.common.errors import InputError, ReviewkitError
+from reviewkit.common.files import output_errors
 from reviewkit.common.hashing import sha256_file
 from reviewkit.render.packet.html import jinja_environment
 from reviewkit.render.packet.write import render_into, swap_into_place, write_shared_assets
@@ -298,56 +299,57 @@ def build_site(
         raise InputError(f"--out {out_dir}: would replace the decisions log itself; pick another")
     previous = _read_manifest(out_dir)
     salt = _render_salt(pdf, rubric)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    results: list[DecisionResult] = []
-    manifest: dict = {"version": MANIFEST_VERSION, "decisions": {}}
-    try:
-        write_shared_assets(tmp / "assets")
-        by_slug: dict[str, DecisionResult] = {}
-        jobs_todo: list[tuple[str, Path, Path, str]] = []
-        for folder in folders:
-            slug = folder.name
-            target = tmp / DECISIONS / slug
-            if not _slug_ok(slug):
-                by_slug[slug] = DecisionResult(
-                    slug, "failed",
-                    error=f"folder name {slug!r}: use letters, digits, '.', '_' and '-' only",
-                )  # fmt: skip
-                continue
-            digest = input_hash(folder, salt)
-            old = previous.get(slug)
-            old_dir = out_dir / DECISIONS / slug
-            if old and old.get("hash") == digest and (old_dir / "packet.json").exists():
-                # Hard links: no bytes copied, and the old site stays intact until the swap.
-                shutil.copytree(old_dir, target, copy_function=os.link)
-                by_slug[slug] = DecisionResult(slug, "unchanged", old["summary"])
-                manifest["decisions"][slug] = {"hash": digest, "summary": old["summary"]}
+    with output_errors(out_dir, "site"):
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+        results: list[DecisionResult] = []
+        manifest: dict = {"version": MANIFEST_VERSION, "decisions": {}}
+        try:
+            write_shared_assets(tmp / "assets")
+            by_slug: dict[str, DecisionResult] = {}
+            jobs_todo: list[tuple[str, Path, Path, str]] = []
+            for folder in folders:
+                slug = folder.name
+                target = tmp / DECISIONS / slug
+                if not _slug_ok(slug):
+                    by_slug[slug] = DecisionResult(
+                        slug, "failed",
+                        error=f"folder name {slug!r}: use letters, digits, '.', '_' and '-' only",
+                    )  # fmt: skip
+                    continue
+                digest = input_hash(folder, salt)
+                old = previous.get(slug)
+                old_dir = out_dir / DECISIONS / slug
+                if old and old.get("hash") == digest and (old_dir / "packet.json").exists():
+                    # Hard links: no bytes copied, and the old site stays intact until the swap.
+                    shutil.copytree(old_dir, target, copy_function=os.link)
+                    by_slug[slug] = DecisionResult(slug, "unchanged", old["summary"])
+                    manifest["decisions"][slug] = {"hash": digest, "summary": old["summary"]}
+                else:
+                    jobs_todo.append((slug, folder, target, digest))
+            if jobs is not None:
+                workers = jobs
+            elif pdf and len(jobs_todo) >= PARALLEL_FROM:
+                workers = os.cpu_count() or 1
             else:
-                jobs_todo.append((slug, folder, target, digest))
-        if jobs is not None:
-            workers = jobs
-        elif pdf and len(jobs_todo) >= PARALLEL_FROM:
-            workers = os.cpu_count() or 1
-        else:
-            workers = 1
-        for done, (slug, status, summary, error, seconds) in enumerate(
-            _render_all(jobs_todo, pdf, rubric, workers)
-        ):
-            say(slug, done + 1, len(jobs_todo))
-            by_slug[slug] = DecisionResult(slug, status, summary or {}, error, seconds)
-            if status == "rendered":
-                digest = next(d for s_, _, _, d in jobs_todo if s_ == slug)
-                manifest["decisions"][slug] = {"hash": digest, "summary": summary}
-        results = [by_slug[f.name] for f in folders]
-        say("site pages", len(folders), len(folders))
-        _write_pages(tmp, results, folders, rubric, charts)
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        os.chmod(tmp, 0o755)
-        swap_into_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+                workers = 1
+            for done, (slug, status, summary, error, seconds) in enumerate(
+                _render_all(jobs_todo, pdf, rubric, workers)
+            ):
+                say(slug, done + 1, len(jobs_todo))
+                by_slug[slug] = DecisionResult(slug, status, summary or {}, error, seconds)
+                if status == "rendered":
+                    digest = next(d for s_, _, _, d in jobs_todo if s_ == slug)
+                    manifest["decisions"][slug] = {"hash": digest, "summary": summary}
+            results = [by_slug[f.name] for f in folders]
+            say("site pages", len(folders), len(folders))
+            _write_pages(tmp, results, folders, rubric, charts)
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            os.chmod(tmp, 0o755)
+            swap_into_place(tmp, out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return SiteResult(out_dir, tuple(results), time.perf_counter() - start)
 
 

@@ -492,3 +492,27 @@ def test_the_authors_note_and_sign_off_are_on_page_one(tmp_path):
     assert "Signed off A. Reviewer" in text and "unsigned" not in text
     assert "The author's decision: Roll out to <canary> first; <b>watch</b> the norms." in text
     assert "<b>watch</b>" not in result.html.read_text()  # the note is text, escaped
+
+
+def test_a_full_disk_is_one_line_and_the_previous_packet_stays(tmp_path, monkeypatch):
+    import errno
+
+    from reviewkit.common.errors import OutputError
+    from reviewkit.render.packet import write as write_mod
+
+    path = write_review(tmp_path / "review", complete_review())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "packet.html").write_text("the previous packet")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(out.parent / ".out.x"))
+
+    monkeypatch.setattr(write_mod, "render_into", full)
+    with pytest.raises(OutputError) as info:
+        write_packet(path, out, pdf=False)
+    message = str(info.value)
+    assert "\n" not in message and "No space left on device" in message
+    assert message.startswith(f"--out {out}: could not write the packet")
+    assert (out / "packet.html").read_text() == "the previous packet"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []

@@ -235,3 +235,24 @@ def test_a_site_of_migrated_runs_says_overhead_was_not_measured(tmp_path):
     build_site(root, tmp_path / "site", pdf=False)
     index = (tmp_path / "site" / "index.html").read_text()
     assert "unclassified (overhead not measured): attention" in index
+
+
+def test_a_site_that_cannot_be_written_is_one_line_and_the_old_site_stays(log, tmp_path,
+                                                                        monkeypatch):
+    import errno
+
+    from reviewkit.common.errors import OutputError
+    from reviewkit.site import build as build_mod
+
+    out = tmp_path / "out"
+    build_site(log, out, pdf=False)
+    before = (out / "index.html").read_text()
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(out / "index.html"))
+
+    monkeypatch.setattr(build_mod, "_write_pages", read_only)
+    with pytest.raises(OutputError) as info:
+        build_site(log, out, pdf=False)
+    assert "\n" not in str(info.value) and "Read-only file system" in str(info.value)
+    assert (out / "index.html").read_text() == before

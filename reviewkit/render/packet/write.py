@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
+from reviewkit.common.files import output_errors
 from reviewkit.render.packet.html import SCRIPTS, STYLESHEETS, TEMPLATES, VEGA_BUNDLE, render_html
 from reviewkit.render.packet.labels import Progress
 from reviewkit.render.packet.model import build_model
@@ -135,24 +136,25 @@ def write_packet(
     if out_dir.resolve() == review_dir or review_dir.is_relative_to(out_dir.resolve()):
         raise InputError(f"--out {out_dir}: would replace the review's own folder; pick another")
     check_s = time.perf_counter() - t0
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        copy_page_assets(tmp / "assets")
-        # A cold cache builds the Vega bundle (~1.4 s): while the worker prints, not before.
-        _, timings = render_into(
-            report,
-            tmp,
-            pdf=pdf,
-            progress=say,
-            pdf_worker=pdf_worker,
-            while_printing=lambda: write_vega_bundle(tmp / "assets"),
-        )
-        os.chmod(tmp, 0o755)
-        swap_into_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with output_errors(out_dir, "packet"):
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+        try:
+            copy_page_assets(tmp / "assets")
+            # A cold cache builds the Vega bundle (~1.4 s): while the worker prints, not before.
+            _, timings = render_into(
+                report,
+                tmp,
+                pdf=pdf,
+                progress=say,
+                pdf_worker=pdf_worker,
+                while_printing=lambda: write_vega_bundle(tmp / "assets"),
+            )
+            os.chmod(tmp, 0o755)
+            swap_into_place(tmp, out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     timings = {"check_s": check_s, **timings, "total_s": time.perf_counter() - t0}
     return PacketResult(
         out_dir,
