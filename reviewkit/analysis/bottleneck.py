@@ -136,7 +136,7 @@ def decompose(
             t, t_c, t_m, t_comm, t_roof, None, None, compute, stall, comm, None, None,
             max(0.0, 1.0 - compute - stall - comm), None, share,
             UNCLASSIFIED if unclassified else roof,
-            below_roof=not unclassified and share < threshold,
+            below_roof=False,  # no kernel time to hold the roof against
             faster_than_roofline=faster, overhead_overestimated=False,
             note=(f"{UNCLASSIFIED}: {NOT_MEASURED} (the roof explains {share:.0%} of the time, "
                   f"under the {threshold:.0%} below-roof share)" if unclassified
@@ -180,11 +180,25 @@ def _roof_fractions(
     return compute / t, stall / t, max(0.0, comm) / t
 
 
+def lever_for(cls: str, below_roof: bool) -> str:
+    """What a class points at: the first lever to pull."""
+    if cls in (COMPUTE_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND) and below_roof:
+        return f"{BELOW_ROOF_LEVER} ({LEVERS[cls]} come after)"
+    return LEVERS[cls]
+
+
 def lever(d: Decomposition) -> str:
-    """What the class points at: the first lever to pull."""
-    if d.bottleneck in (COMPUTE_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND) and d.below_roof:
-        return f"{BELOW_ROOF_LEVER} ({LEVERS[d.bottleneck]} come after)"
-    return LEVERS[d.bottleneck]
+    return lever_for(d.bottleneck, d.below_roof)
+
+
+def class_label(cls: str | None, below_roof: bool = False, missing: str = "—") -> str:
+    """A class as a reviewer reads it: "unclassified: overhead not measured" in full, "(below
+    roof)" where flagged, `missing` for none (terminal, packet and checks alike)."""
+    if not cls:
+        return missing
+    if cls == UNCLASSIFIED:
+        return f"{UNCLASSIFIED}: {NOT_MEASURED}"
+    return cls + (" (below roof)" if below_roof else "")
 
 
 # --- composites: the per-op roof from the ops one call dispatches -----------------------------

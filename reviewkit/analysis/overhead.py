@@ -16,16 +16,6 @@ NOT_MEASURED = "not-measured"
 METHODS = (FLOOR_CALL, CUDA_GRAPH, KERNEL_BUSY, FLOOR_UPPER_BOUND, IN_COLLECTIVE_LATENCY,
            NOT_MEASURED)  # fmt: skip
 
-METHOD_WORDS = {
-    FLOOR_CALL: "floor call",
-    CUDA_GRAPH: "eager minus CUDA-graph replay",
-    KERNEL_BUSY: "t minus the profiled kernel-busy time",
-    FLOOR_UPPER_BOUND: "floor call (an upper bound on a GPU)",
-    IN_COLLECTIVE_LATENCY: "none apart: the host cost is in the collective's latency alpha",
-    NOT_MEASURED: "not measured",
-}
-
-
 @dataclass(frozen=True)
 class Overhead:
     """t_o with the lower bound of its interval, or why there is none."""
@@ -34,11 +24,6 @@ class Overhead:
     overhead_low_s: float | None
     method: str
     reason: str = ""
-    upper_bound: bool = False
-
-    @property
-    def measured(self) -> bool:
-        return self.overhead_s is not None
 
 
 def read(w: dict, stats: SampleStats) -> Overhead:
@@ -74,5 +59,5 @@ def read(w: dict, stats: SampleStats) -> Overhead:
             max(0.0, 2 * own.median_ci_low_s - two.median_ci_high_s),
             method, rec.get("reason", ""),
         )  # fmt: skip
-    return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""),
-                    upper_bound=method in (FLOOR_UPPER_BOUND, FLOOR_CALL))  # fmt: skip
+    # a floor alone (no double on its path), or a GPU floor: an upper bound, as its reason says
+    return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from reviewkit.analysis import levers
 from reviewkit.analysis.bottleneck import (
     BOTTLENECKS,
     COMMUNICATION_BOUND,
@@ -18,6 +19,7 @@ from reviewkit.analysis.bottleneck import (
     decompose,
     default_below_roof_share,
     lever,
+    lever_for,
     per_op_roof,
     roof_class,
 )
@@ -233,10 +235,6 @@ def aggregate(
             share, low = roof_s / t, None
             cls = UNCLASSIFIED if share < threshold else roof
             below = False
-        decomposition = Decomposition(
-            t, 0.0, 0.0, 0.0, roof_s, None, None, 0.0, 0.0, 0.0, None, None, 0.0, low, share, cls,
-            below, False, False, "",
-        )  # fmt: skip
         out[layer_type] = LayerAggregate(
             workloads=len(rs),
             time_s=t,
@@ -253,7 +251,7 @@ def aggregate(
             roof_share=share,
             below_roof=below,
             overhead_fraction_low=low,
-            lever=lever(decomposition),
+            lever=lever_for(cls, below),
         )
     return out
 
@@ -532,8 +530,6 @@ def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
         dtype: {k: v.to_json() for k, v in aggregate(rows, threshold).items()}
         for dtype, rows in by_dtype.items()
     }
-    from reviewkit.analysis import levers
-
     levers.annotate(doc)
     levers.annotate_layers(doc)
     for w in measured(doc):

@@ -5,17 +5,10 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from reviewkit.analysis.bottleneck import NOT_MEASURED, UNCLASSIFIED
+from reviewkit.analysis.bottleneck import class_label
 from reviewkit.cli.console import SLOWEST_SHOWN, DataTable, _rate, _time
 from reviewkit.common.format import MISSING, pct
 from reviewkit.suite import workloads as suite
-
-
-def class_label(cls: str | None, below_roof: bool = False) -> str:
-    """The class as a reviewer reads it: "unclassified: overhead not measured" in full."""
-    if cls == UNCLASSIFIED:
-        return f"{UNCLASSIFIED}: {NOT_MEASURED}"
-    return (cls or MISSING) + (" (below roof)" if below_roof else "")
 
 
 def _overhead(value: float | None) -> str:
@@ -47,7 +40,7 @@ def layer_table(doc: dict, dtype: str) -> Table:
             _overhead(a.get("inefficiency_fraction")),
             pct(a.get("roof_share")),
             *([pct(a.get("communication_fraction"))] if communicates else []),
-            class_label(a["bottleneck"], a.get("below_roof", False)),
+            class_label(a["bottleneck"], a.get("below_roof", False), MISSING),
             f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
         )
     return t
@@ -84,7 +77,7 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
             pct(w.get("mfu")),
             _overhead((w.get("fractions") or {}).get("overhead")),
             pct(d.get("roof_share")),
-            class_label(w.get("bottleneck")),
+            class_label(w.get("bottleneck"), missing=MISSING),
             ", ".join(w.get("flags") or []),
         )
     return t

@@ -183,7 +183,6 @@ def _differs(a: collections.Counter, b: collections.Counter) -> str:
 def cpu_floor_record(
     spec: WorkloadSpec,
     fn: Callable[[], object],
-    call_s: float,
     device: torch.device,
     threads: int,
     build: Callable[[WorkloadSpec, torch.device], Callable[[], object]],
@@ -317,7 +316,7 @@ def _measure_one(spec, fn, call_s, device, threads, build, policy) -> tuple[dict
     """(overhead record, op_profile) of one workload on this device."""
     if device.type != "cuda":
         names, ops, faults = profile_call(fn)
-        record = cpu_floor_record(spec, fn, call_s, device, threads, build, policy=policy,
+        record = cpu_floor_record(spec, fn, device, threads, build, policy=policy,
                                   profiled=(names, faults))  # fmt: skip
         return record, ops
     from reviewkit.measure import gpu_overhead

@@ -27,7 +27,7 @@ def test_a_floor_on_another_kernel_path_is_refused():
                              "aten::_scaled_dot_product_attention_math": 1, "aten::bmm": 2}),
     ])  # fmt: skip
     spec = _spec("attention.gpt-2-small-s64-sdpa-causal")
-    rec = overhead.cpu_floor_record(spec, kernels.build(spec, CPU), 1e-5, CPU, 2, kernels.build,
+    rec = overhead.cpu_floor_record(spec, kernels.build(spec, CPU), CPU, 2, kernels.build,
                                     op_names=lambda fn: next(names))  # fmt: skip
     assert rec["available"] is False and rec["method"] == "not-measured"
     assert "lacks aten::_scaled_dot_product_flash_attention_for_cpu" in rec["reason"]
@@ -38,7 +38,7 @@ def test_a_floor_on_another_kernel_path_is_refused():
 def test_a_real_floor_call_runs_the_workloads_ops():
     spec = _spec("elementwise.llama-2-7b-s64-residual-add")
     fn = kernels.build(spec, CPU)
-    rec = overhead.cpu_floor_record(spec, fn, 1e-5, CPU, torch.get_num_threads(), kernels.build,
+    rec = overhead.cpu_floor_record(spec, fn, CPU, torch.get_num_threads(), kernels.build,
                                     policy=overhead.FLOOR_POLICIES["smoke"])  # fmt: skip
     assert rec["available"] and rec["method"] == "floor-call", rec["reason"]
     assert rec["ops"]["match"] and rec["ops"]["workload"] == {"aten::add": 1}
@@ -80,7 +80,7 @@ def _wrapped(k: int):
 def _floor_median(k: int) -> float:
     spec = _spec("gemm.llama-3-8b-s64-attn-q")
     build = _wrapped(k)
-    rec = overhead.cpu_floor_record(spec, build(spec, CPU), 1e-5, CPU, torch.get_num_threads(),
+    rec = overhead.cpu_floor_record(spec, build(spec, CPU), CPU, torch.get_num_threads(),
                                     build)  # fmt: skip
     assert rec["available"], rec["reason"]
     samples = sorted(rec["samples_s"])

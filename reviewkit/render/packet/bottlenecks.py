@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import re
 
-from reviewkit.analysis.bottleneck import NOT_MEASURED, UNCLASSIFIED
+from reviewkit.analysis.bottleneck import class_label
 from reviewkit.common.format import MISSING, pct
 
-# "unclassified: overhead not measured", the class of a bundle recorded before overhead was.
-UNCLASSIFIED_TEXT = f"{UNCLASSIFIED}: {NOT_MEASURED}"
 OVERHEAD_NOT_MEASURED = "not measured"
 INEFFICIENCY_NOT_MEASURED = "not measured apart"
 # The brief names this many of a candidate's layer types (largest time share first); the
@@ -24,9 +22,7 @@ BOTTLENECK_FIELDS = ("class_text", "roof_share", "roof_share_of", "below_roof",
 
 def class_text(cls: str | None) -> str:
     """A class in words: "unclassified" says why in full; none is the missing marker."""
-    if cls == UNCLASSIFIED:
-        return UNCLASSIFIED_TEXT
-    return cls or MISSING
+    return class_label(cls, missing=MISSING)
 
 
 def layer_view(agg: dict | None, comparison: object = None, side: str = "candidate") -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reviewkit.analysis.bottleneck import LEVERS, NOT_MEASURED, UNCLASSIFIED
+from reviewkit.analysis.bottleneck import LEVERS, UNCLASSIFIED, class_label
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import (
     FAIL,
@@ -19,11 +19,7 @@ from reviewkit.review.checks.registry import (
 def layer_finding(label: str, layer_type: str, agg: dict) -> str:
     """One layer type's class as the packet and the walk cite it: the class, the share of roof
     its kernels reach, each time fraction, and the lever the class points at."""
-    cls = agg["bottleneck"]
-    if cls == UNCLASSIFIED:
-        cls = f"{UNCLASSIFIED}: {NOT_MEASURED}"
-    elif agg.get("below_roof"):
-        cls += " (below roof)"
+    cls = class_label(agg["bottleneck"], bool(agg.get("below_roof")))
     overhead = agg.get("overhead_fraction")
     inefficiency = agg.get("inefficiency_fraction")
     return (
