@@ -24,6 +24,7 @@ class Overhead:
     overhead_low_s: float | None
     method: str
     reason: str = ""
+    upper_bound: bool = False  # a floor alone, or a GPU floor: t_o is at most this
 
 
 def read(w: dict, stats: SampleStats) -> Overhead:
@@ -60,4 +61,5 @@ def read(w: dict, stats: SampleStats) -> Overhead:
             method, rec.get("reason", ""),
         )  # fmt: skip
     # a floor alone (no double on its path), or a GPU floor: an upper bound, as its reason says
-    return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""))
+    return Overhead(own.p50_s, own.median_ci_low_s, method, rec.get("reason", ""),
+                    upper_bound=method in (FLOOR_UPPER_BOUND, FLOOR_CALL))  # fmt: skip

@@ -184,8 +184,8 @@ def collective_latency(ops, device: torch.device, world: int) -> dict[str, float
     """alpha of t_comm = alpha + wire bytes / beta, per op: its smallest message (one fp32
     element, or one per rank where the op splits into per-rank shards; the suite's own call,
     send/recv its ring), LATENCY_WARMUP_CALLS warm-up calls, then LATENCY_CALLS calls each
-    after a barrier; each rank's median, then the slowest rank's (max over ranks). Every rank
-    must call this with the same ops, in the same order."""
+    after a barrier, in LATENCY_TRIALS trials; a trial's value is the slowest rank's median,
+    alpha the best trial. Every rank must call this with the same ops, in the same order."""
     info = RankInfo(dist.get_rank(), world, 0, 1)
     sync = synchroniser(device)
     out = {}
@@ -193,10 +193,14 @@ def collective_latency(ops, device: torch.device, world: int) -> dict[str, float
         fn = collective_call(op, coll.latency_elements(op, world), torch.float32, device, info)
         for _ in range(coll.LATENCY_WARMUP_CALLS):
             _timed(fn, sync)
-        median = statistics.median(_timed(fn, sync) for _ in range(coll.LATENCY_CALLS))
-        medians = [None] * world
-        dist.all_gather_object(medians, median)
-        out[op] = max(medians)
+        trials = []
+        for _ in range(coll.LATENCY_TRIALS):
+            calls = coll.LATENCY_CALLS // coll.LATENCY_TRIALS
+            median = statistics.median(_timed(fn, sync) for _ in range(calls))
+            medians = [None] * world
+            dist.all_gather_object(medians, median)
+            trials.append(max(medians))
+        out[op] = min(trials)
     return out
 
 
@@ -205,8 +209,8 @@ def latency_method(backend: str, world: int) -> str:
         f"{backend}, {world} ranks: each op's smallest message (1 fp32 element; 1 per rank, "
         f"{world} in all, for all_gather, reduce_scatter and all_to_all; send/recv a ring, each "
         f"rank to the next), {coll.LATENCY_WARMUP_CALLS} warm-up calls then "
-        f"{coll.LATENCY_CALLS} calls each after a barrier; alpha = each rank's median, the "
-        "slowest rank's (max over ranks)"
+        f"{coll.LATENCY_CALLS} calls each after a barrier, in {coll.LATENCY_TRIALS} trials; a "
+        "trial is each rank's median, the slowest rank's (max over ranks); alpha the best trial"
     )
 
 
