@@ -125,3 +125,23 @@ LONGER_ALLOWED = {"reviewkit.suite.workloads": 650}
 def test_no_module_has_grown_past_one_job(name, path):
     lines = len(path.read_text().splitlines())
     assert lines <= LONGER_ALLOWED.get(name, MAX_MODULE_LINES), f"{name}: {lines} lines"
+
+
+# Display modules show the review stage's judgement: they may take the evidence package's
+# constants (a fit matrix's caps, a trace's time bases), never read a cited file or a rubric
+# threshold, or the brief and the gate could disagree (issue 29).
+DISPLAYS = ("reviewkit.render", "reviewkit.site")
+EVIDENCE_READERS = re.compile(r"\b(read_cited|read_all|read_sweep|read_soak|read_quality|"
+                              r"load_rubric|evidence_files)\b|\b(item|ctx)\.params\b|rubric\.items\b")
+
+
+@pytest.mark.parametrize(
+    "name,path", [m for m in MODULES if m[0].startswith(DISPLAYS)], ids=lambda x: str(x)
+)
+def test_displays_never_read_evidence_or_rubric_thresholds(name, path):
+    text = path.read_text(encoding="utf-8")
+    # the site's rubric page shows the rubric itself, the one place it is content
+    allowed = {"load_rubric"} if name == "reviewkit.site.build" else set()
+    found = {m.group(0) for m in EVIDENCE_READERS.finditer(text)} - allowed
+    assert not found, f"{name} reads evidence or rubric thresholds: {sorted(found)}"
+    assert "reviewkit.evidence.files" not in _imports(name, path)

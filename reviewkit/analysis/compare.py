@@ -9,6 +9,18 @@ import numpy as np
 
 from reviewkit.analysis import mechanism
 from reviewkit.analysis.distributed import scaling_notes
+from reviewkit.analysis.knobs import (
+    DEVICE_KNOB,
+    FOLLOWS_DEVICE,
+    EnvironmentChange,
+    KnobChange,
+    KnobPolicy,
+    KnobReading,
+    device_type,
+    environment_changes,
+    knob_diff,
+    read_knobs,
+)
 from reviewkit.analysis.pairing import (
     CALLS_PAIRED,
     INDEPENDENT,
@@ -42,9 +54,6 @@ COMPARE_RESAMPLES = 1000
 BASE_SEED, CAND_SEED = 0, 1  # independent resamples of the two runs, reproducible
 NOT_COMPARABLE = "not comparable"
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, NOT_COMPARABLE)
-# Knobs that follow from others rather than being mapping choices of their own.
-DERIVED_KNOBS = ("device_name",)
-DEVICE_KNOB = "device"
 
 
 @dataclass(frozen=True)
@@ -76,12 +85,10 @@ class Margins:
 # allowance.
 STATISTICAL_ONLY = Margins(min_effect=0.0, fdr=0.05, max_ceiling_shift=0.05)
 
-
-@dataclass(frozen=True)
-class KnobChange:
-    knob: str
-    baseline: object
-    candidate: object
+# The median ratio's estimator, in words a table header can carry.
+ROUND_MEANS = "mean over rounds of each round's median"
+CALL_PAIRED_ESTIMATOR = "geometric mean of the call-paired ratios"
+QUANTILE_NAMES = {0.5: "p50", 0.95: "p95", 0.99: "p99"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,10 @@ class WorkloadComparison:
     p99_regression: bool = False
     margin: float | None = None
     rounds: tuple[int, int] | None = None  # (baseline, candidate)
+    # What each ratio divides, per quantile ("p50", ...): (baseline, candidate) means over rounds
+    # of each round's quantile, in s (not the pooled quantile a table beside it may show)
+    points_s: dict = field(default_factory=dict)
+    median_estimator: str = ""  # ROUND_MEANS, or CALL_PAIRED_ESTIMATOR: then not a quotient
     mfu_baseline: float | None = None
     mfu_candidate: float | None = None
     mfu_delta: float | None = None
@@ -187,21 +198,25 @@ class Comparison:
     # The run-to-run standard deviation added to each side's intervals: the rubric's for two
     # separate runs, None for the two sides of one interleaved A/B (pairing cancels it).
     run_to_run_sd: float | None = None
+    # Environment differences that confound the knob (framework and kernel-library versions
+    # beyond the device build tag, driver, interpreter, commit), and those the device change
+    # brings with it (a library serving one side's device only).
+    confounders: tuple[EnvironmentChange, ...] = ()
+    device_environment: tuple[EnvironmentChange, ...] = ()
+    # How the knob diff is read (the rubric's single-knob-change params; none: only settings
+    # of one device type follow a change of type).
+    knob_policy: KnobPolicy = field(default_factory=KnobPolicy)
+
+    def knob_reading(self, policy: KnobPolicy | None = None) -> KnobReading:
+        """The knob diff read under `policy` (default: the comparison's own): the changes a
+        reviewer chose, and those that came with the device change."""
+        return read_knobs(self.knob_changes, policy or self.knob_policy)
 
     def mapping_knob_changes(self, ignore: tuple[str, ...] = ()) -> list[KnobChange]:
-        """The changes a reviewer chose. When the device type changes (CPU to CUDA, say), a knob
-        only one of the runs records is a setting of one device that the other does not have
-        (CUDA's TF32 switches): it follows from the device change, not a second change."""
-        device = next((k for k in self.knob_changes if k.knob == DEVICE_KNOB), None)
-        cross = device is not None and _device_type(device.baseline) != _device_type(
-            device.candidate
-        )
-        return [
-            k
-            for k in self.knob_changes
-            if k.knob not in ignore + DERIVED_KNOBS
-            and not (cross and (k.baseline is None or k.candidate is None))
-        ]
+        """The changes a reviewer chose, the comparison's policy ignoring `ignore` as well."""
+        p = self.knob_policy
+        policy = KnobPolicy(p.ignore + tuple(ignore), p.implied_by_device, p.device_defaults)
+        return list(self.knob_reading(policy).counted)
 
     @property
     def p99_regressions(self) -> list[WorkloadComparison]:
@@ -243,6 +258,10 @@ class Comparison:
             "baseline": self.baseline,
             "candidate": self.candidate,
             "knob_changes": [asdict(k) for k in self.knob_changes],
+            "knob_policy": asdict(self.knob_policy),
+            "knob_reading": self.knob_reading().to_json(),
+            "confounders": [c.to_json() for c in self.confounders],
+            "device_environment": [c.to_json() for c in self.device_environment],
             "paired_by": self.paired_by,
             "warnings": list(self.warnings),
             "workloads": [w.to_json() for w in self.workloads],
@@ -257,16 +276,6 @@ class Comparison:
             "run_to_run_sd": self.run_to_run_sd,
             "basis": self.basis(),
         }
-
-
-def _device_type(device: object) -> str:
-    """The kind of device, whatever its index: "cuda:0" -> "cuda"."""
-    return str(device).split(":", 1)[0] if device else ""
-
-
-def knob_diff(base: dict, cand: dict) -> list[KnobChange]:
-    keys = list(base) + [k for k in cand if k not in base]
-    return [KnobChange(k, base.get(k), cand.get(k)) for k in keys if base.get(k) != cand.get(k)]
 
 
 def slice_key(workload: dict) -> str:
@@ -313,7 +322,7 @@ def _same_device(base_doc: dict, cand_doc: dict) -> bool:
     prints = _fingerprint(base_doc), _fingerprint(cand_doc)
     if None not in prints:
         return prints[0] == prints[1]
-    kinds = [_device_type((d.get("knobs") or {}).get("device")) for d in (base_doc, cand_doc)]
+    kinds = [device_type((d.get("knobs") or {}).get(DEVICE_KNOB)) for d in (base_doc, cand_doc)]
     name = device_name(base_doc)
     return name != "unknown device" and name == device_name(cand_doc) and kinds[0] == kinds[1]
 
@@ -383,6 +392,7 @@ def compare(
     baseline_label: str = "baseline",
     candidate_label: str = "candidate",
     margins: Margins = STATISTICAL_ONLY,
+    knob_policy: KnobPolicy | None = None,
 ) -> Comparison:
     """Both documents must be analysed (reviewkit.analysis.roofline.analyse_run).
 
@@ -441,6 +451,7 @@ def compare(
             q: interval_of(ratio[q], *draws[q], rounds, in_pairs, margins.run_to_run_sd)
             for q in QUANTILES
         }
+        estimator = ROUND_MEANS
         if by_call and in_pairs:
             log_ratios = call_paired_log_ratios(
                 split_rounds_in_order(b["samples_s"], b.get("round_sizes")),
@@ -448,6 +459,7 @@ def compare(
             )
             if len(log_ratios) >= 2:
                 ratio[0.5], intervals[0.5] = call_paired_interval(log_ratios)
+                estimator = CALL_PAIRED_ESTIMATOR
         ci = {q: intervals[q].ci for q in QUANTILES}
         verdict = three_way_verdict(ci[0.5], margin)
         # relative to the ratio: a 0.012 [0.008, 0.019] ratio is ±46%, not ±0.5%
@@ -475,6 +487,8 @@ def compare(
                 p95_ratio_ci=ci[0.95],
                 p99_ratio=ratio[0.99],
                 p99_ratio_ci=ci[0.99],
+                points_s={QUANTILE_NAMES[q]: points[q] for q in QUANTILES},
+                median_estimator=estimator,
                 p99_verdict=three_way_verdict(ci[0.99], margin),
                 p99_p_value=p_values[-1][1],
                 margin=margin,
@@ -503,6 +517,7 @@ def compare(
         if reject and rows[index].p99_verdict == SLOWER:
             rows[index] = replace(rows[index], p99_regression=True)
     layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired)
+    environment = environment_changes(base_doc, cand_doc)
     return Comparison(
         baseline=baseline_label,
         candidate=candidate_label,
@@ -519,6 +534,9 @@ def compare(
         denominator=_denominator(base_doc, cand_doc, same_device),
         same_device=same_device,
         run_to_run_sd=None if paired else margins.run_to_run_sd,
+        confounders=tuple(e for e in environment if e.kind != FOLLOWS_DEVICE),
+        device_environment=tuple(e for e in environment if e.kind == FOLLOWS_DEVICE),
+        knob_policy=knob_policy or KnobPolicy(),
     )
 
 

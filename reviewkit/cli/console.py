@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
+from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, shown_value
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
@@ -285,7 +286,8 @@ def _ratio(x: float | None, ci: tuple[float, float] | None = None) -> str:
 
 
 def class_change(baseline: str | None, candidate: str | None, below_roof: bool) -> str:
-    """"compute-bound → memory-bound", or the one class; "(below roof)" on the candidate's."""
+    """The class change ("compute-bound → memory-bound") or the one class; "(below roof)" on
+    the candidate's."""
     mark = " (below roof)" if below_roof else ""
     if baseline != candidate:
         return f"{baseline or MISSING} → {candidate or MISSING}{mark}"
@@ -297,12 +299,17 @@ def print_comparison(comp, console: Console) -> None:
         f"[bold]{escape(comp.baseline)}[/] → [bold]{escape(comp.candidate)}[/] "
         f"(paired by {comp.paired_by})"
     )
-    if comp.knob_changes:
+    # Knobs, then the environment differences (confounders, and what the device brings).
+    rows = diff_rows(comp.knob_changes, comp.knob_reading(),
+                     comp.confounders + comp.device_environment)  # fmt: skip
+    if rows:
         t = DataTable(title="Knob diff", title_justify="left")
-        for col in ("knob", "baseline", "candidate"):
+        for col in ("knob", "baseline", "candidate", "reads as"):
             t.add_column(col)
-        for k in comp.knob_changes:
-            t.add_row(k.knob, str(k.baseline), str(k.candidate))
+        for r in rows:
+            style = "red" if r.role == CONFOUNDER_ROW else ""
+            t.add_row(r.what, shown_value(r.baseline), shown_value(r.candidate),
+                      Text(r.reads_as, style=style))  # fmt: skip
         console.print(t)
     else:
         console.print("Knob diff: none")

@@ -32,10 +32,13 @@ def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
     from reviewkit.analysis.compare import compare
     from reviewkit.analysis.hardware import support_notes
     from reviewkit.review.checks import CHECKS
+    from reviewkit.review.checks.claim import knob_policy_of
     from reviewkit.review.gate import margins_of
     from reviewkit.review.rubric import load_rubric
 
-    comp = compare(baseline, candidate, margins=margins_of(load_rubric(None, CHECKS)))
+    rubric = load_rubric(None, CHECKS)
+    comp = compare(baseline, candidate, margins=margins_of(rubric),
+                   knob_policy=knob_policy_of(rubric))  # fmt: skip
     from reviewkit.suite.workloads import default_model
 
     primary = default_model(profile, "fp32").id.rsplit(".", 1)[0]  # the id less its dtype
@@ -199,6 +202,8 @@ def run_demo(
         "red_flags": [f.item.title for f in report.red_flags],
         "packet_html": packet.html,
         "packet_pdf": packet.pdf,
+        "pdf_warnings": {"packet": packet.pdf_warnings}
+        | {d.slug: d.pdf_warnings for d in site.decisions if d.pdf_warnings},
         "site_index": site.out_dir / "index.html",
         "site_failed": [d.slug for d in site.failed],
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewkit.cli.shared import _emit_json, _progress, _user_errors, stderr
+from reviewkit.cli.shared import _emit_json, _pdf_warnings, _progress, _user_errors, stderr
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
@@ -60,6 +60,8 @@ def demo(
     if result["packet_pdf"]:
         console.print(f"pdf:     {result['packet_pdf'].resolve().as_uri()}")
     console.print(f"site:    {result['site_index'].resolve().as_uri()}")
+    for whose, warnings in result["pdf_warnings"].items():
+        _pdf_warnings(warnings, whose)
     if result["site_failed"]:
         raise typer.Exit(1)
 
@@ -89,6 +91,8 @@ def site_build(
             jobs=jobs,
             progress=on_progress,
         )
+    for d in result.decisions:
+        _pdf_warnings(d.pdf_warnings, d.slug)
     if as_json:
         _emit_json(result.to_json())
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewkit.cli.shared import _emit_json, _user_errors, stderr
+from reviewkit.cli.shared import _emit_json, _pdf_warnings, _user_errors, stderr
 
 
 @_user_errors
@@ -31,13 +31,14 @@ def compare_cmd(
     from reviewkit.bundle.run import load_run
     from reviewkit.cli.console import print_comparison, stdout_console
     from reviewkit.review.checks import CHECKS
+    from reviewkit.review.checks.claim import knob_policy_of
     from reviewkit.review.gate import margins_of
     from reviewkit.review.rubric import load_rubric
 
-    margins = margins_of(load_rubric(rubric, CHECKS))
+    loaded = load_rubric(rubric, CHECKS)
     comparison = compare(
         analyse_run(load_run(base)), analyse_run(load_run(cand)), str(base), str(cand),
-        margins=margins,
+        margins=margins_of(loaded), knob_policy=knob_policy_of(loaded),
     )  # fmt: skip
     if as_json:
         _emit_json(comparison.to_json())
@@ -89,7 +90,7 @@ def packet(
     try:
         from rich.status import Status
 
-        from reviewkit.render.packet import write_packet
+        from reviewkit.render.packet import PdfNotProduced, write_packet
 
         with Status("rendering the packet", console=stderr) as status:
             result = write_packet(
@@ -101,9 +102,15 @@ def packet(
                 progress=lambda msg: status.update(msg),
                 pdf_worker=worker,
             )
+    except PdfNotProduced as exc:
+        # The HTML and JSON are in place: say what was written, then fail on the PDF.
+        if as_json:
+            _emit_json(exc.result.to_json())
+        raise
     finally:
         if worker is not None:
             worker.close()
+    _pdf_warnings(result.pdf_warnings)
     if as_json:
         _emit_json(result.to_json())
         return

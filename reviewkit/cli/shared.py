@@ -59,6 +59,32 @@ def _user_errors(command):
     return wrapper
 
 
+# Warnings a terminal shows one per line before folding the rest into a count: WeasyPrint can
+# warn once per font or property, and the full list is in --json.
+SHOWN_PDF_WARNINGS = 5
+
+
+def _pdf_warnings(warnings: tuple[str, ...] | list[str], whose: str = "") -> None:
+    """WeasyPrint's warnings for a PDF that was kept, one line each on stderr."""
+    if not warnings:
+        return
+    prefix = f"{whose}: " if whose else ""
+    stderr.print(
+        f"[yellow]reviewkit: warning:[/] {escape(prefix)}the PDF printed with "
+        f"{len(warnings)} warning(s) and is kept (it opens, every page parses, its bookmarks "
+        "match the HTML's headings):",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for message in warnings[:SHOWN_PDF_WARNINGS]:
+        stderr.print(f"  {escape(message)}", highlight=False, soft_wrap=True)
+    if len(warnings) > SHOWN_PDF_WARNINGS:
+        stderr.print(
+            f"  and {len(warnings) - SHOWN_PDF_WARNINGS} more (--json lists them all)",
+            highlight=False,
+        )
+
+
 def _dtypes(text: str) -> tuple[str, ...]:
     return tuple(d.strip() for d in text.split(",") if d.strip())
 

@@ -227,8 +227,9 @@ def _check_result(report: Report, name: str) -> tuple[str, str, tuple[Evidence, 
     if found is not None:
         return found.status, found.summary, found.evidence
     ctx = Context(
-        report.review, report.baseline, list(report.review_candidates), list(report.comparisons)
-    )
+        report.review, report.baseline, list(report.review_candidates), list(report.comparisons),
+        primary=report.primary, cited=report.cited,
+    )  # fmt: skip
     r = CHECKS[name](ctx)
     return r.status, r.summary, r.evidence
 

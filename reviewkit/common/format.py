@@ -35,9 +35,33 @@ def num(x: float | None, digits: int = 3) -> str:
     return MISSING if x is None else f"{x:.{digits}g}"
 
 
+# Under this a ratio is given to two significant figures, not three decimals: a 100x speed-up's
+# interval [0.00041, 0.00099] printed as "[0.000, 0.001]" says nothing.
+SMALL_RATIO = 0.1
+
+
 def ratio(x: float | None) -> str:
-    """A candidate/baseline ratio to three decimals: 0.31234 -> "0.312"."""
-    return MISSING if x is None else f"{x:.3f}"
+    """A candidate/baseline ratio to three decimals, or two significant figures under 0.1:
+    0.31234 -> "0.312", 0.011666 -> "0.012", 0.00068 -> "0.00068"."""
+    if x is None:
+        return MISSING
+    if 0 < abs(x) < SMALL_RATIO:
+        return f"{x:#.2g}"
+    return f"{x:.3f}"
+
+
+def setting(value: object) -> str:
+    """A knob or environment value as a reader writes it, never a Python repr: a list as
+    "fp32, bf16" (none when empty), a bool as true/false, a table as "k=v, ...", None as —."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ", ".join(setting(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={setting(v)}" for k, v in value.items()) or "none"
+    return str(value)
 
 
 def ms(x_ms: float | None) -> str:

@@ -15,6 +15,7 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.common.errors import ReviewkitError
@@ -28,12 +29,23 @@ PT_PER_PX = 0.75
 
 
 class PdfError(ReviewkitError):
-    """WeasyPrint failed or reported a problem (it logs rather than raises)."""
+    """No usable PDF could be produced: WeasyPrint failed, or what it wrote is not usable
+    (render.packet.pdf.check_usable)."""
 
 
-def render_pdf(html_text: str, base: Path, attachments: list[tuple[str, str, str]]) -> bytes:
+@dataclass(frozen=True)
+class Printed:
+    """A PDF and the problems WeasyPrint logged while printing it (it logs rather than raises:
+    an unknown CSS property, a font it subset the slow way), one line each, first seen first.
+    Whether the PDF is still usable is for the caller to judge (render.packet.pdf)."""
+
+    pdf: bytes
+    warnings: tuple[str, ...] = ()
+
+
+def render_pdf(html_text: str, base: Path, attachments: list[tuple[str, str, str]]) -> Printed:
     """The PDF of `html_text` (relative URLs under `base`), with `attachments` (file, name,
-    description) embedded.
+    description) embedded, and WeasyPrint's warnings.
 
     WeasyPrint draws an SVG through Pango text by text, about half of the packet's PDF time.
     So each chart's <img> is laid out as a blank SVG of the same size, and vl-convert's vector
@@ -78,11 +90,9 @@ def render_pdf(html_text: str, base: Path, attachments: list[tuple[str, str, str
         raise PdfError(f"PDF rendering failed: {type(exc).__name__}: {exc}") from exc
     finally:
         logger.removeHandler(handler)
-    if records:
-        raise PdfError(
-            f"PDF rendering reported {len(records)} problem(s); first: {records[0].getMessage()}"
-        )
-    return pdf
+    # One line each, once each: WeasyPrint repeats a warning for every box it applies to.
+    warnings = dict.fromkeys(" ".join(record.getMessage().split()) for record in records)
+    return Printed(pdf, tuple(warnings))
 
 
 def _stand_ins(html_text: str, base: Path) -> tuple[str, dict[str, str], list[str]]:
@@ -211,7 +221,7 @@ class PdfWorker:
         base: Path,
         attachments: list[tuple[str, str, str]],
         meanwhile: Callable[[], None] | None = None,
-    ) -> bytes:
+    ) -> Printed:
         """The PDF, printed by the worker while this process runs `meanwhile` (if given)."""
         request = ("render", html_text, str(base), attachments)
         self._outbox.put(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
@@ -225,13 +235,14 @@ class PdfWorker:
         try:
             # One pickle, read as soon as it is written: the worker leaves without tearing
             # down its imports, which took ~0.4 s of waiting for the end of its output.
-            kind, payload = pickle.load(self._process.stdout)
+            kind, *payload = pickle.load(self._process.stdout)
             self._process.wait()
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
             return render_pdf(html_text, base, attachments)
         if kind == "error":
-            raise PdfError(payload)
-        return payload
+            raise PdfError(payload[0])
+        pdf, warnings = payload
+        return Printed(pdf, tuple(warnings))
 
     def close(self) -> None:
         """Stop the worker if it was never sent its page (the review failed its check)."""
@@ -266,7 +277,8 @@ def serve() -> None:
             continue
         _, html_text, base, attachments = request
         try:
-            reply = ("ok", render_pdf(html_text, Path(base), attachments))
+            printed = render_pdf(html_text, Path(base), attachments)
+            reply = ("ok", printed.pdf, printed.warnings)
         except PdfError as exc:
             reply = ("error", str(exc))
         reply_to.write(pickle.dumps(reply))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.analysis.compare import STATISTICAL_ONLY, Comparison, Margins, compare
+from reviewkit.analysis.knobs import KnobPolicy
 from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle import profile as profiles
 from reviewkit.bundle.run import STATUS_OK, load_run
@@ -24,6 +25,8 @@ from reviewkit.review.checks import (
     evaluate_disproof,
 )
 from reviewkit.review.checks.bottleneck import SENIOR_QUESTION, measured_classes
+from reviewkit.review.checks.claim import knob_policy_of
+from reviewkit.review.cited import CitedEvidence
 from reviewkit.review.primary import PrimaryMetric, primary_metric
 from reviewkit.review.reviewfile import Review, load_review
 from reviewkit.review.rubric import Rubric, RubricItem, load_rubric
@@ -75,6 +78,8 @@ class Report:
     baseline: dict  # the analysed baseline run
     review_candidates: tuple[tuple[Path, dict], ...]  # (bundle path, analysed run)
     primary: PrimaryMetric | None = None  # the claim's primary metric, judged once
+    # The cited evidence as the checks read and judged it: what every display shows.
+    cited: CitedEvidence | None = None
 
     @property
     def decision_reads(self) -> str:
@@ -84,6 +89,26 @@ class Report:
         if status == "go" and self.primary is not None and not self.primary.settles:
             return "needs-evidence"
         return status
+
+    @property
+    def below_roof_share(self) -> float:
+        """The share of roof under which the runs' workloads were flagged below-roof: the
+        rubric's [roofline] below_roof_share, else the default rubric's."""
+        from reviewkit.analysis.bottleneck import default_below_roof_share
+
+        share = self.rubric.below_roof_share
+        return default_below_roof_share() if share is None else share
+
+    @property
+    def engineering_risk(self) -> float | None:
+        """The weighted share of the rubric's items not passing, by the rubric's [risk]
+        severity_weights; None when the rubric sets none."""
+        weights = self.rubric.severity_weights
+        if weights is None:
+            return None
+        total = sum(weights[f.item.severity] for f in self.findings)
+        failing = sum(weights[f.item.severity] for f in self.findings if f.status != PASS)
+        return failing / total if total else 0.0
 
     @property
     def red_flags(self) -> list[Finding]:
@@ -106,6 +131,7 @@ class Report:
                 "path": self.rubric.path,
             },
             "verdict": self.verdict,
+            "engineering_risk": self.engineering_risk,
             "decision_reads": self.decision_reads,
             "primary_metric": self.primary.to_json() if self.primary else None,
             "blocking_failures": [f.item.id for f in self.findings if f.blocks],
@@ -201,11 +227,16 @@ def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path,
 
 
 def _compare(
-    base: tuple[str, dict], cand: tuple[str, dict], labels: tuple[str, str], margins: Margins
+    base: tuple[str, dict],
+    cand: tuple[str, dict],
+    labels: tuple[str, str],
+    margins: Margins,
+    knob_policy: KnobPolicy,
 ):
-    key = (base[0], cand[0], *labels, repr(margins))
+    key = (base[0], cand[0], *labels, repr(margins), repr(knob_policy))
     if key not in _compared:
-        _remember(_compared, key, compare(base[1], cand[1], *labels, margins=margins))
+        _remember(_compared, key, compare(base[1], cand[1], *labels, margins=margins,
+                                          knob_policy=knob_policy))  # fmt: skip
     return _compared[key]
 
 
@@ -243,9 +274,14 @@ def run_check(
     baseline = base_loaded[1]
     candidates = [(p, loaded[1]) for p, loaded in cand_loaded]
     margins = margins_of(rubric)
+    policy = knob_policy_of(rubric)  # one reading of the knob diff: the check's and the packet's
     comparisons = [
         _compare(
-            base_loaded, loaded, (review.relative(review.baseline), review.relative(p)), margins
+            base_loaded,
+            loaded,
+            (review.relative(review.baseline), review.relative(p)),
+            margins,
+            policy,
         )
         for p, loaded in cand_loaded
     ]
@@ -263,7 +299,8 @@ def run_check(
                 f"(e.g. {failed[0]}); see the stack-maturity finding"
             )
     primary = primary_metric(review, comparisons[0] if comparisons else None)
-    ctx = Context(review, baseline, candidates, comparisons, primary=primary)
+    cited = CitedEvidence(review, rubric, tuple(candidates))
+    ctx = Context(review, baseline, candidates, comparisons, primary=primary, cited=cited)
     findings = []
     for item in rubric.items:
         ctx.params = item.params
@@ -290,4 +327,5 @@ def run_check(
         baseline,
         tuple(candidates),
         primary,
+        cited,
     )

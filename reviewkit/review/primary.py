@@ -31,9 +31,18 @@ class PrimaryMetric:
     hypothesis: str
     settles: bool
     needs: str  # what settles the hypothesis, in words
+    # the compared workload's ids on each side (a layer-type metric has none): the claim's slice,
+    # whose dtype the brief's chart and the trade view keep to
+    baseline_id: str = ""
+    candidate_id: str = ""
+
+    @property
+    def dtype(self) -> str:
+        """The candidate's dtype in the claim (its workload id's last part), "" for a layer."""
+        return self.candidate_id.rsplit(".", 1)[-1] if self.candidate_id else ""
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "dtype": self.dtype}
 
 
 def _quantile(text: str) -> str:
@@ -78,11 +87,13 @@ def primary_metric(review: Review, comparison: Comparison | None) -> PrimaryMetr
         }[quantile]
         kind, key, margin = "workload", w.key, w.margin or comparison.margins.min_effect
         label = f"{QUANTILE_NAMES[quantile]} latency of {w.key}"
+        ids = (w.baseline_id, w.candidate_id)
     elif comparison.layer_types:
         layer = max(comparison.layer_types, key=lambda x: x.workloads)
         quantile, ratio, ci = "p50", layer.time_ratio, layer.time_ratio_ci
         kind, key, margin = "layer", layer.layer_type, layer.margin or 0.0
         label = f"summed median time of {layer.layer_type}"
+        ids = ("", "")
     else:
         return None
     if ratio is None or ci is None:
@@ -97,4 +108,4 @@ def primary_metric(review: Review, comparison: Comparison | None) -> PrimaryMetr
         needs = (f"an improvement needs `faster`: the whole interval under {1 - margin:.3g}; "
                  f"it is [{ci[0]:.3g}, {ci[1]:.3g}], {verdict}")  # fmt: skip
     return PrimaryMetric(kind, key, quantile, label, ratio, tuple(ci), verdict, margin,
-                         review.hypothesis, settles, needs)  # fmt: skip
+                         review.hypothesis, settles, needs, *ids)  # fmt: skip

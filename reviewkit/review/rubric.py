@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reviewkit import rubrics
 from reviewkit.analysis.compare import Margins
+from reviewkit.analysis.knobs import KNOWN_KNOBS
 from reviewkit.common.errors import InputError
 from reviewkit.common.format import shown
 from reviewkit.common.tomlfile import closest, read_toml
@@ -62,6 +63,9 @@ class Rubric:
     # [roofline] below_roof_share: under this share of its kernel time at the roof, a workload is
     # flagged below-roof (None: the default rubric's).
     below_roof_share: float | None = None
+    # [risk] severity_weights: how much a non-passing item of each severity adds to a
+    # candidate's engineering risk (None: the rubric sets none, and no risk is drawn).
+    severity_weights: dict[str, float] | None = None
 
     def item(self, item_id: str) -> RubricItem | None:
         return next((i for i in self.items if i.id == item_id), None)
@@ -74,6 +78,16 @@ _PARAM_KINDS = {
     "boolean": lambda v: isinstance(v, bool),
     "list": lambda v: isinstance(v, list),
     "table": lambda v: isinstance(v, dict),
+    "knob list": lambda v: isinstance(v, list),
+    "knob table": lambda v: isinstance(v, dict),
+}
+# Param kinds that name knobs of a run bundle, and what each holds, for the error that refuses
+# one: a misspelt knob would silently match nothing.
+KNOB_LIST, KNOB_TABLE = "knob list", "knob table"
+_KIND_HELP = {
+    KNOB_LIST: 'a list of knob names the runs record, e.g. ["threads", "interop_threads"]',
+    KNOB_TABLE: "a table of knob names the runs record, each set to torch's default value "
+    "(a boolean, string or number), e.g. { cudnn_allow_tf32 = true }",
 }
 
 
@@ -86,6 +100,8 @@ def _check_params(label: str, raw: dict, known_checks: Iterable[str]) -> None:
     params = raw.get("params", {})
     for key, kind in required.items():
         a_kind = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        if kind in _KIND_HELP:
+            a_kind += f": {_KIND_HELP[kind]}"
         if key not in params:
             raise InputError(
                 f"{label}: check {shown(raw['check'])} needs params.{key} ({a_kind}); add it "
@@ -104,12 +120,38 @@ def _check_params(label: str, raw: dict, known_checks: Iterable[str]) -> None:
                         f"{label}: params.{key}.{shown(name)} = {shown(value)}: expected a "
                         "finite number, 0 or more"
                     )
+        if kind in _KIND_HELP:
+            _check_knobs(label, key, kind, params[key])
         if kind in ("number", "integer") and not _in_range(key, params[key]):
             high = " and at most 1 (a share)" if _is_share(key) else ""
             raise InputError(
                 f"{label}: params.{key} = {shown(params[key])}: expected a finite number, 0 or "
                 f"more{high}"
             )
+
+
+def _check_knobs(label: str, key: str, kind: str, value: list | dict) -> None:
+    """Each name a knob the runs record, once; a knob table's values booleans, strings or
+    finite numbers (torch's defaults)."""
+    names = list(value)
+    for name in names:
+        if not isinstance(name, str) or name not in KNOWN_KNOBS:
+            hint = closest(name, KNOWN_KNOBS) if isinstance(name, str) else ""
+            raise InputError(
+                f"{label}: params.{key} names {shown(name)}, not a knob the runs record{hint}; "
+                f"expected {_KIND_HELP[kind]}; the knobs: {', '.join(KNOWN_KNOBS)}"
+            )
+        if names.count(name) > 1:
+            raise InputError(f"{label}: params.{key} names {shown(name)} twice; name it once")
+        if kind == KNOB_TABLE:
+            v = value[name]
+            scalar = isinstance(v, bool | str) or (isinstance(v, int | float) and math.isfinite(v))
+            if not scalar:
+                raise InputError(
+                    f"{label}: params.{key}.{name} = {shown(v)}: expected torch's default of "
+                    "that setting, a boolean, string or finite number (e.g. cudnn_allow_tf32 = "
+                    "true)"
+                )
 
 
 def _is_share(key: str) -> bool:
@@ -190,7 +232,34 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
         items=tuple(items),
         margins=_margins(where, doc.get("verdicts")),
         below_roof_share=_roofline(where, doc.get("roofline")),
+        severity_weights=_risk(where, doc.get("risk")),
     )
+
+
+def _risk(where: str, raw: object) -> dict[str, float] | None:
+    """The [risk] table: severity_weights, a weight from 0 to 1 for each severity."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: [risk] must be a table")
+    for key in raw:
+        if key != "severity_weights":
+            raise InputError(
+                f"{where}: [risk] unknown key {shown(key)}{closest(key, ['severity_weights'])}"
+            )
+    weights = raw.get("severity_weights")
+    expected = (f"a table with a weight from 0 to 1 for each of {', '.join(SEVERITIES)} "
+                "(e.g. { blocking = 1.0, major = 0.5, minor = 0.0 })")  # fmt: skip
+    if not isinstance(weights, dict) or set(weights) != set(SEVERITIES):
+        raise InputError(
+            f"{where}: [risk] severity_weights = {shown(weights)}: expected {expected}"
+        )
+    for name, w in weights.items():
+        if not (isinstance(w, int | float) and not isinstance(w, bool) and 0 <= w <= 1):
+            raise InputError(
+                f"{where}: [risk] severity_weights.{name} = {shown(w)}: expected {expected}"
+            )
+    return {str(k): float(v) for k, v in weights.items()}
 
 
 def _roofline(where: str, raw: object) -> float | None:

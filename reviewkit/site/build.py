@@ -21,6 +21,7 @@ from reviewkit.common.files import output_errors
 from reviewkit.common.hashing import sha256_file
 from reviewkit.render.packet.html import jinja_environment
 from reviewkit.render.packet.write import render_into, swap_into_place, write_shared_assets
+from reviewkit.render.printing import PdfError
 
 MANIFEST = ".reviewkit-site.json"
 MANIFEST_VERSION = 1
@@ -39,6 +40,8 @@ class DecisionResult:
     summary: dict = field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
+    # What WeasyPrint warned about while printing a PDF that was kept (it was usable).
+    pdf_warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class SiteResult:
                     "slug": d.slug,
                     "status": d.status,
                     "error": d.error,
+                    "pdf_warnings": list(d.pdf_warnings),
                     "seconds": round(d.seconds, 3),
                 }
                 for d in self.decisions
@@ -174,14 +178,21 @@ def _summary(slug: str, model: dict) -> dict:
     }
 
 
-def _render_decision(folder: Path, target: Path, pdf: bool, rubric: Path | None) -> dict:
+def _render_decision(
+    folder: Path, target: Path, pdf: bool, rubric: Path | None
+) -> tuple[dict, tuple[str, ...]]:
+    """The decision's packet model and its PDF's warnings. A PDF that cannot be produced fails
+    the decision (PdfError) as before: its page links a packet.pdf, and the manifest would
+    otherwise keep it as built and never retry."""
     from reviewkit.review.gate import run_check
 
     report = run_check(folder / REVIEW_FILE, rubric)
     target.mkdir(parents=True)
     nav = {"index": "../../index.html", "pdf": "packet.pdf" if pdf else ""}
-    model, _ = render_into(report, target, pdf=pdf, asset_base="../../assets/", nav=nav)
-    return model
+    rendered = render_into(report, target, pdf=pdf, asset_base="../../assets/", nav=nav)
+    if rendered.pdf_error is not None:
+        raise PdfError(rendered.pdf_error)
+    return rendered.model, rendered.pdf_warnings
 
 
 def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
@@ -244,16 +255,18 @@ PARALLEL_FROM = 4
 
 def _render_job(
     slug: str, folder: str, target: str, pdf: bool, rubric: str | None
-) -> tuple[str, str, dict | None, str, float]:
+) -> tuple[str, str, dict | None, str, float, tuple[str, ...]]:
     """Render one decision; a failure is returned as data so the others still build."""
     start = time.perf_counter()
     try:
-        model = _render_decision(Path(folder), Path(target), pdf, Path(rubric) if rubric else None)
+        model, warnings = _render_decision(
+            Path(folder), Path(target), pdf, Path(rubric) if rubric else None
+        )
     except (ReviewkitError, OSError, ValueError) as exc:
         shutil.rmtree(target, ignore_errors=True)
-        return slug, "failed", None, str(exc), time.perf_counter() - start
+        return slug, "failed", None, str(exc), time.perf_counter() - start, ()
     summary = {**_summary(slug, model), "has_pdf": pdf}
-    return slug, "rendered", summary, "", time.perf_counter() - start
+    return slug, "rendered", summary, "", time.perf_counter() - start, warnings
 
 
 def _render_all(
@@ -333,11 +346,13 @@ def build_site(
                 workers = os.cpu_count() or 1
             else:
                 workers = 1
-            for done, (slug, status, summary, error, seconds) in enumerate(
+            for done, (slug, status, summary, error, seconds, warnings) in enumerate(
                 _render_all(jobs_todo, pdf, rubric, workers)
             ):
                 say(slug, done + 1, len(jobs_todo))
-                by_slug[slug] = DecisionResult(slug, status, summary or {}, error, seconds)
+                by_slug[slug] = DecisionResult(
+                    slug, status, summary or {}, error, seconds, warnings
+                )
                 if status == "rendered":
                     digest = next(d for s_, _, _, d in jobs_todo if s_ == slug)
                     manifest["decisions"][slug] = {"hash": digest, "summary": summary}

@@ -197,7 +197,10 @@ def test_perf_per_watt_only_where_energy_was_measured(cross):
 
 def test_trade_view_energy_is_the_model_joules_per_call(cross):
     report, model, _ = cross
-    rows = {r["candidate"]: r for r in trade_rows(report)}
+    listed = trade_rows(report)
+    # each row names the dtype of the workload it draws (the claim's, or the run's model)
+    assert all(r["candidate"].endswith(" · " + r["workload"].rsplit(".", 1)[-1]) for r in listed)
+    rows = {r["candidate"].split(" · ")[0]: r for r in listed}
     # Candidate 1's model: 300 W x 4 ms = 1.2 J per call. Candidate 2 metered nothing.
     assert rows["candidate 1"]["energy_j_per_call"] == pytest.approx(1.2)
     assert rows["candidate 2"]["energy_j_per_call"] is None
@@ -228,10 +231,17 @@ def test_trade_view_across_devices_trades_the_baseline_too(cross):
 def test_device_change_is_one_knob_even_with_cuda_only_settings(cross):
     report, _, _ = cross
     single = next(f for f in report.findings if f.item.id == "single-knob")
-    # Candidate 1 records three CUDA switches the CPU does not have: they follow from the
-    # device, so the device is the one change; candidate 2 changes threads only.
+    # Candidate 1 records three CUDA switches the CPU does not have, at torch's defaults: they
+    # follow from the device, so the device is the one change. Candidate 2 is another CPU
+    # (another device name) with one thread: a move between two machines is a device change
+    # too, and the rubric lists threads among the settings a machine implies.
     assert single.status == "pass", single.summary
-    assert "candidate 1 changes one knob: device" in single.summary
+    assert (
+        "candidate 1 changes one knob: device (cpu → cuda:0); the device brings "
+        "cuda_matmul_allow_tf32, cudnn_allow_tf32, cudnn_benchmark with it" in single.summary
+    )
+    assert "candidate 2 changes one knob: device_name (Test CPU → " in single.summary
+    assert single.summary.endswith("; the device brings threads with it (listed, not counted)")
     assert [k.knob for k in report.comparisons[0].mapping_knob_changes()] == ["device"]
     # The full diff still lists them for the packet's knob table.
     assert {"cuda_matmul_allow_tf32", "cudnn_benchmark"} <= {

@@ -335,7 +335,7 @@ CASES = [
     ("perf_per_watt", charts.perf_per_watt, energy_rows, "candidate bf16"),
     ("quality_drift", quality_chart, quality_rows, "model.decoder.b1s256"),
     ("platform_matrix", platform_chart, platform_cells, "gemm.ffn-up.b4s512"),
-    ("fit_matrix", fit_chart, fit_rows, "shape not recorded"),
+    ("fit_matrix", fit_chart, fit_rows, "recorded"),  # "shape not / recorded": two lines
     ("collective_times", charts.collective_times, collective_runs, "all_reduce"),
     ("rank_skew", charts.rank_skew, skew_rows, "rank 1"),
 ]
@@ -403,26 +403,35 @@ def test_collective_link_line_is_bytes_over_bandwidth():
     assert line[0]["ceiling"] == "candidate 1 link 4 GB/s"
 
 
-def test_roofline_ceiling_is_min_of_peak_and_bandwidth_line():
+def ceiling_lines(spec: dict) -> dict[str, list[dict]]:
+    """The roofline's ceiling rows by line name, in the order drawn."""
+    out: dict[str, list[dict]] = {}
+    for r in rows_with(spec, "ceiling"):
+        out.setdefault(r["ceiling"], []).append(r)
+    return out
+
+
+def test_roofline_draws_one_peak_a_dtype_and_the_memory_slope_its_points_sit_under():
     spec = charts.roofline(roofline_runs())
-    line = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "baseline fp32 ceiling"]
-    # Plotted intensities: 680, 0.9 (baseline), 1360, 1.2 (candidate); ridges 19.5e12 / 2e12 =
-    # 9.75 (fp32) and 312e12 / 2e12 = 156 (bf16). The range runs over whole decades a factor of
-    # 2 clear: 0.9 / 2 = 0.45 -> 10^-1 = 0.1 and 1360 · 2 = 2720 -> 10^4.
-    assert [r["arithmetic_intensity"] for r in line] == [0.1, 9.75, 1e4]
-    # Bandwidth slope at AI 0.1: W · AI = 2e12 · 0.1 = 2e11 FLOP/s = 200 GFLOP/s.
-    assert line[0]["gflops_per_s"] == pytest.approx(200.0, rel=1e-12)
-    # Ridge and beyond: flat at P = 19.5e12 FLOP/s = 19 500 GFLOP/s, exactly.
-    assert line[1]["gflops_per_s"] == 19500.0
-    assert line[2]["gflops_per_s"] == 19500.0
-    # The candidate's bf16 ceiling: slope 2e12 · 0.1 = 200 GFLOP/s, ridge at 156 FLOP/byte, flat
-    # at 312e12 FLOP/s = 312 000 GFLOP/s.
-    bf16 = [r for r in rows_with(spec, "ceiling") if r["ceiling"] == "candidate 1 bf16 ceiling"]
-    assert [r["arithmetic_intensity"] for r in bf16] == [0.1, 156.0, 1e4]
-    assert [r["gflops_per_s"] for r in bf16] == [pytest.approx(200.0), 312000.0, 312000.0]
-    # Ceilings only for the dtypes a run measured: the baseline ran no bf16 workload.
-    names = {r["ceiling"] for r in rows_with(spec, "ceiling")}
-    assert names == {"baseline fp32 ceiling", "candidate 1 bf16 ceiling"}
+    lines = ceiling_lines(spec)
+    # Plotted dtypes fp32 and bf16: their peaks, 19.5 and 312 TFLOP/s. The norm (AI 0.9) and
+    # the softmax (AI 1.2) sit under main memory's slope (2e12 x 0.9 = 1.8e12 < 19.5e12 and
+    # 2e12 x 1.2 = 2.4e12 < 312e12): it is drawn, once, though both runs have it.
+    assert list(lines) == ["bf16 peak 312 TFLOP/s", "fp32 peak 19.5 TFLOP/s",
+                           "main memory 2 TB/s"]  # fmt: skip
+    # Intensities: 680, 0.9, 1360, 1.2 and the ridges 19.5e12 / 2e12 = 9.75 and 312e12 / 2e12
+    # = 156, in whole decades a factor of 2 clear: 0.9 / 2 = 0.45 -> 0.1, 1360 x 2 -> 1e4.
+    # A peak runs flat from where the slope meets it to the right edge ...
+    fp32 = lines["fp32 peak 19.5 TFLOP/s"]
+    assert [r["arithmetic_intensity"] for r in fp32] == [9.75, 1e4]
+    assert [r["gflops_per_s"] for r in fp32] == [19500.0, 19500.0]
+    bf16 = lines["bf16 peak 312 TFLOP/s"]
+    assert [r["arithmetic_intensity"] for r in bf16] == [156.0, 1e4]
+    # ... and the slope rises from the left edge, 2e12 x 0.1 = 200 GFLOP/s, to the highest
+    # peak, at 312e12 / 2e12 = 156 FLOP/byte.
+    main = lines["main memory 2 TB/s"]
+    assert [r["arithmetic_intensity"] for r in main] == [0.1, 156.0]
+    assert [r["gflops_per_s"] for r in main] == [pytest.approx(200.0), pytest.approx(312000.0)]
 
 
 def test_roofline_draws_every_cache_level_once_and_holds_points_to_their_own():
@@ -434,12 +443,16 @@ def test_roofline_draws_every_cache_level_once_and_holds_points_to_their_own():
     norm = next(w for w in runs[0]["workloads"] if w["id"] == "layernorm.1024.fp32")
     norm["memory_level"] = "l2"
     spec = charts.roofline(runs)
-    lines = [r for r in rows_with(spec, "ceiling") if r["ceiling"].startswith("l2")]
-    assert {r["ceiling"] for r in lines} == {"l2 · 7,000 GB/s"}
+    lines = ceiling_lines(spec)
+    assert [name for name in lines if name.startswith("L2")] == ["L2 7 TB/s"]
     # From the left edge (0.1) up to where 7e12 x AI meets the highest peak, 312e12 (bf16):
     # 312 / 7 = 44.571 FLOP/byte; at 0.1 the slope reads 7e11 FLOP/s = 700 GFLOP/s.
-    assert [r["arithmetic_intensity"] for r in lines] == pytest.approx([0.1, 312 / 7])
-    assert [r["gflops_per_s"] for r in lines] == pytest.approx([700.0, 312000.0])
+    l2 = lines["L2 7 TB/s"]
+    assert [r["arithmetic_intensity"] for r in l2] == pytest.approx([0.1, 312 / 7])
+    assert [r["gflops_per_s"] for r in l2] == pytest.approx([700.0, 312000.0])
+    # The peaks now start where the fastest slope drawn meets them: 19.5 / 7 = 2.786.
+    fp32 = lines["fp32 peak 19.5 TFLOP/s"]
+    assert fp32[0]["arithmetic_intensity"] == pytest.approx(19.5 / 7)
     point = next(r for r in rows_with(spec, "id") if r["id"] == "layernorm.1024.fp32")
     assert point["memory_level"] == "l2"
     assert point["attainable_gflops_per_s"] == pytest.approx(6300.0)
@@ -697,7 +710,7 @@ def test_no_data_notes_carry_the_reason_wrapped_to_the_plot():
 def test_heatmap_colour_diverges_around_one_and_greys_missing_ratios():
     rows = [*shape_rows(), {**shape_rows()[0], "seq": 256, "ratio": None, "verdict": ""}]
     spec = charts.shape_heatmap(rows)
-    colour = spec["spec"]["layer"][0]["encoding"]["color"]
+    colour = spec["concat"][0]["layer"][0]["encoding"]["color"]
     # Widest ratio 0.6 -> 1 / 0.6 = 1.667 either side of 1 on a log scale.
     low, mid, high = colour["scale"]["domain"]
     assert (mid, high) == (1.0, pytest.approx(1 / 0.6)) and low == pytest.approx(0.6)
@@ -720,12 +733,13 @@ def test_fit_matrix_orders_rows_and_columns_and_outlines_uncovered_time():
     # Rows by share: gemm 0.75, attention 0.15; unmapped last whatever its share.
     assert rect["encoding"]["y"]["sort"] == ["gemm", "attention", "unmapped"]
     # Decades in order of size, then the bands without an element count.
-    assert rect["encoding"]["x"]["sort"] == ["1e4-1e5", "1e6-1e7", "shape not recorded",
+    # Decades as counts are written (1e4-1e5 elements: "10k-100k").
+    assert rect["encoding"]["x"]["sort"] == ["10k-100k", "1M-10M", "shape not recorded",
                                              "other shapes", "not mapped"]  # fmt: skip
     cells = {(c["layer_type"], c["band"]): c for c in values(spec, rect)}
     gemm = cells[("gemm", "1e4-1e5 elements")]
-    assert (gemm["line1"], gemm["line2"]) == ("50.0%", "80% covered")  # 0.40 / 0.50
-    assert cells[("gemm", "1e6-1e7 elements")]["line2"] == "100% covered"
+    assert (gemm["line1"], gemm["line2"]) == ("50.0%", "80% cov.")  # 0.40 / 0.50
+    assert cells[("gemm", "1e6-1e7 elements")]["line2"] == "100% cov."
     assert gemm["workloads_text"] == "gemm.ffn-up.b1s128"
     assert cells[("unmapped", "not mapped")]["why"] == "custom ops"  # the caller's note wins
     assert "record_shapes=True" in cells[("gemm", "shape not recorded")]["why"]
@@ -753,7 +767,7 @@ def test_fit_matrix_below_threshold_and_rounding_is_not_uncovered():
     cells = {c["band"]: c for c in values(spec, spec["layer"][0])}
     # 0.1 + 0.2 = 0.30000000000000004 > 0.3: covered, not a sliver of uncovered time.
     assert not cells["1e4-1e5 elements"]["uncovered"]
-    assert cells["1e5-1e6 elements"]["line2"] == "0% covered"
+    assert cells["1e5-1e6 elements"]["line2"] == "0% cov."
     no_threshold = charts.fit_matrix(rows, {**FIT_SUMMARY, "min_coverage": None})
     assert no_threshold["title"]["text"].endswith("(the rubric sets no threshold)")
 
@@ -862,22 +876,21 @@ def test_forest_names_the_margin_the_noise_floor_and_the_run_to_run_allowance():
 
 
 def test_forest_log_axis_ticks_do_not_crowd_over_several_decades():
-    from reviewkit.render.charts import comparison
-
-    # log10(1.3 / 0.0008) = 3.2 decades: the decades alone
-    assert comparison._log_ticks(0.0008, 1.3) == [0.001, 0.01, 0.1, 1.0]
-    # log10(1.3 / 0.02) = 1.8 decades: 1, 2 and 5 of each decade inside the domain
-    assert comparison._log_ticks(0.02, 1.3) == [0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
-    # 0.8 .. 1.25 is 0.19 decades: Vega's own ticks
-    assert comparison._log_ticks(0.8, 1.25) is alt.Undefined
     # Drawn: a CPU-to-GPU review's ratios printed "0.0020.003" on its axis before
     ratios = [0.001, 0.0025, 0.005, 0.03, 1.0]
     rows = [{"workload": f"w{i}", "ratio": r, "low": r * 0.8, "high": r * 1.2,
              "verdict": "faster"} for i, r in enumerate(ratios)]  # fmt: skip
-    svg = charts.to_svg(charts.forest(rows, margin=0.05, noise_floor=0.01))
+    spec = charts.forest(rows, margin=0.05, noise_floor=0.01)
+    # The axis: 0.0008 / 1.1 .. 1.2 x 1.1, log10(1.32 / 0.000727) = 3.26 decades over a plot
+    # of 710 - 47 - 13 (two-letter labels) = 650 px, 199 px a decade. 1-2-3-5-7 would put
+    # "0.005" and "0.007" 0.146 x 199 = 29 px apart where they need 5 x 6.2 + 10 = 41; 1-2-5
+    # keeps them 0.301 x 199 = 60 px apart or more.
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["values"] == [
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]  # fmt: skip
+    svg = charts.to_svg(spec)
     labels = re.findall(r'translate\(([\d.]+),[\d.]+\)"[^>]*>(0\.\d+|1)</text>', svg)
     xs = sorted(float(x) for x, _ in labels)
-    assert len(xs) >= 3 and min(b - a for a, b in itertools.pairwise(xs)) > 50
+    assert len(xs) == 10 and min(b - a for a, b in itertools.pairwise(xs)) > 55
 
 
 def test_built_specs_are_kept_on_disk_for_the_next_process(tmp_path, monkeypatch):

@@ -109,11 +109,11 @@ def test_toy_heatmap_cells_and_title(toy):
     assert set(got) == {("gemm", "1e4-1e5 elements"), ("attention", "1e4-1e5 elements"),
                         ("unmapped", "not mapped")}  # fmt: skip
     gemm = got[("gemm", "1e4-1e5 elements")]
-    assert (gemm["line1"], gemm["line2"], gemm["uncovered"]) == ("70.0%", "100% covered", False)
+    assert (gemm["line1"], gemm["line2"], gemm["uncovered"]) == ("70.0%", "100% cov.", False)
     assert gemm["workloads_text"] == GEMM_B1
     unmapped = got[("unmapped", "not mapped")]
     assert (unmapped["line1"], unmapped["line2"], unmapped["uncovered"]) == (
-        "10.0%", "0% covered", True)  # fmt: skip
+        "10.0%", "0% cov.", True)  # fmt: skip
     assert "my_company::custom_op" in unmapped["why"]
     assert spec["layer"][0]["encoding"]["y"]["sort"] == ["gemm", "attention", "unmapped"]
     # The outline layer holds the uncovered cells only.
@@ -165,7 +165,7 @@ def test_uncovered_shapes_are_listed_with_the_nearest_workload(tmp_path):
     assert norm["nearest_workload"] == "" and norm["nearest_ratio"] is None
     got = cells(model["charts"]["fit_matrix"])
     # 201,326,592 elements: the 1e8-1e9 decade, all of it uncovered.
-    assert got[("gemm", "1e8-1e9 elements")]["line2"] == "0% covered"
+    assert got[("gemm", "1e8-1e9 elements")]["line2"] == "0% cov."
     assert got[("gemm", "1e8-1e9 elements")]["uncovered"]
     assert "window" in got[("gemm", "1e8-1e9 elements")]["why"]
     assert "no operator-level workload" in got[("norm", "1e4-1e5 elements")]["why"]
@@ -286,16 +286,22 @@ def test_a_file_that_is_not_a_trace_summary_is_named_with_the_reason(tmp_path):
 def test_a_damaged_trace_in_a_summary_is_left_out_with_a_note(tmp_path):
     folder = tmp_path / "review"
     path = write_review(folder, complete_review())
-    report = run_check(path)
-    # Damaged after the gate read it: the packet re-reads the file and must not fail on it.
     f = folder / "evidence" / "trace_summary.json"
     doc = json.loads(f.read_text())
     good = doc["traces"][0]
     doc["traces"] = [{**good, "path": "bad.json", "op_mix": {"time_s": "x"}}, good]
     f.write_text(json.dumps(doc))
+    report = run_check(path)
+    # Changed after the gate read it: the packet shows what the gate judged, never a re-read.
+    f.write_text("not json")
     model = build_model(report)
     pf = model["production_fit"]
-    assert pf["notes"] == ["evidence/trace_summary.json: bad.json: not a usable trace (TypeError)"]
+    assert len(pf["notes"]) == 1
+    assert pf["notes"][0].startswith(
+        "evidence/trace_summary.json: bad.json: not used: a damaged trace (TypeError"
+    )
+    finding = next(x for x in report.findings if x.item.check == "production-shape-evidence")
+    assert any(pf["notes"][0] == e.value for e in finding.evidence)  # one note, gate and packet
     assert [t["path"] for t in pf["traces"]] == ["production-trace.json"]
     assert fit_of(model)["score"] == pytest.approx(0.9)
 

@@ -182,7 +182,8 @@ def test_a_cited_file_that_is_not_a_sweep_is_named_with_the_reason(tmp_path):
     assert is_no_data(spec)
     text = subtitles(spec)
     assert "evidence/trace.json" in text
-    assert "not a reviewkit result, not a `reviewkit sweep` result" in text
+    # the reason as the chart prints it: a markdown code span as quoted words, no backticks
+    assert "not a reviewkit result, not a “reviewkit sweep” result" in text
 
 
 # --- shape portability -----------------------------------------------------------------------
@@ -206,7 +207,7 @@ def test_heatmap_has_a_cell_per_shape_coloured_by_the_comparison(tmp_path):
         assert c["mfu"] == table[c["workload"]]["candidate_mfu"]
     assert {c["panel"] for c in cells} == {"gemm · toy-ffn-up", "attention · toy-sdpa",
                                            "model · toy-decoder"}  # fmt: skip
-    colour = spec["spec"]["layer"][0]["encoding"]["color"]
+    colour = spec["concat"][0]["layer"][0]["encoding"]["color"]
     assert colour["field"] == "ratio" and colour["scale"]["type"] == "log"
     assert colour["scale"]["domain"][1] == 1.0  # diverging around 1
     svg = charts.to_svg(spec)
@@ -219,7 +220,7 @@ def test_heatmap_without_a_comparison_colours_by_mfu():
             for i, (s, b) in enumerate([(128, 1), (512, 1), (128, 4), (512, 4)])]  # fmt: skip
     spec = charts.shape_heatmap(rows)
     charts.validate(spec)
-    colour = spec["spec"]["layer"][0]["encoding"]["color"]
+    colour = spec["concat"][0]["layer"][0]["encoding"]["color"]
     assert colour["field"] == "mfu"
     assert len(rows_with(spec, "seq", "batch")) == 4
     assert ">MFU 40.0%<" in charts.to_svg(spec)

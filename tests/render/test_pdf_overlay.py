@@ -31,7 +31,7 @@ def _render(tmp_path, body: str, svg: str = CHART_SVG) -> pdfium.PdfDocument:
     charts = tmp_path / "assets" / "charts"
     charts.mkdir(parents=True, exist_ok=True)
     (charts / "demo.svg").write_text(svg)
-    return pdfium.PdfDocument(render_pdf(_page(body), tmp_path, []))
+    return pdfium.PdfDocument(render_pdf(_page(body), tmp_path, []).pdf)
 
 
 def _word_boxes(doc: pdfium.PdfDocument, word: str) -> list[tuple[int, tuple]]:
@@ -100,7 +100,7 @@ def test_the_worker_renders_what_this_process_renders(tmp_path):
     here = _render(tmp_path, body)
     worker = PdfWorker()
     try:
-        there = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+        there = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []).pdf)
     finally:
         worker.close()
     assert len(there) == len(here) == 1
@@ -117,7 +117,7 @@ def test_the_caller_works_while_the_worker_prints_and_the_worker_exits_cleanly(t
     worker = PdfWorker()
     calls = []
     try:
-        pdf = worker.render(_page(body), tmp_path, [], lambda: calls.append("meanwhile"))
+        pdf = worker.render(_page(body), tmp_path, [], lambda: calls.append("meanwhile")).pdf
     finally:
         worker.close()
     assert calls == ["meanwhile"]
@@ -142,7 +142,7 @@ def test_a_dead_worker_falls_back_to_this_process_and_close_stops_an_idle_one(tm
     worker = PdfWorker()
     worker._process.kill()
     worker._process.wait()
-    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []).pdf)
     assert len(_word_boxes(doc, "OVERLAYMARK")) == 1
     idle = PdfWorker()
     idle.close()  # the review failed its check: nothing is sent, the worker must not linger
@@ -196,7 +196,7 @@ def test_the_worker_converts_the_charts_it_is_handed_and_the_caller_makes_their_
         body = '<img src="assets/charts/demo.svg" alt="demo">'
         (tmp_path / "assets" / "charts").mkdir(parents=True)
         (tmp_path / "assets" / "charts" / "demo.svg").write_text(CHART_SVG)
-        doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+        doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []).pdf)
     finally:
         worker.close()
     cache = convert._cache_dir()
@@ -235,5 +235,5 @@ def test_a_dead_worker_handed_charts_still_falls_back(tmp_path):
     worker._process.wait()
     worker.prepare_charts([_bar_spec("dead")])
     body = '<img src="assets/charts/demo.svg" alt="demo">'
-    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []))
+    doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []).pdf)
     assert len(_word_boxes(doc, "OVERLAYMARK")) == 1

@@ -4,6 +4,7 @@ from reviewkit.render.charts.base import (
     FONT,
     MAX_SAMPLES,
     MUTED_COLOUR,
+    NO_DATA_KEY,
     NOTE_CHARS,
     NOTE_MAX_CHARS,
     VERDICT_COLOURS,
@@ -15,11 +16,11 @@ from reviewkit.render.charts.comparison import (
     MISSING_CELL,
     forest,
     platform_matrix,
-    shape_heatmap,
     trade_view,
 )
 from reviewkit.render.charts.convert import VEGALITE_VERSION, javascript_bundle, svg_to_pdf, to_svg
 from reviewkit.render.charts.fit import TIME_BASIS_WORDS, UNCOVERED_COLOUR, fit_matrix
+from reviewkit.render.charts.heatmap import shape_heatmap
 from reviewkit.render.charts.production import (
     latency_throughput,
     perf_per_watt,
@@ -27,10 +28,10 @@ from reviewkit.render.charts.production import (
     stability,
 )
 from reviewkit.render.charts.risks import risk_map
+from reviewkit.render.charts.roofline import roofline
 from reviewkit.render.charts.runs import (
     latency_distribution,
     mfu_by_layer,
-    roofline,
     stall_by_layer,
     time_decomposition,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "MUTED_COLOUR",
     "NOTE_CHARS",
     "NOTE_MAX_CHARS",
+    "NO_DATA_KEY",
     "TIME_BASIS_WORDS",
     "UNCOVERED_COLOUR",
     "VEGALITE_VERSION",

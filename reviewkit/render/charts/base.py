@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
+import re
 from collections.abc import Iterable
 
+from reviewkit.common.format import MISSING
 from reviewkit.common.numbers import finite_number
 from reviewkit.render.charts.lazy import import_lazily
 
@@ -20,12 +23,70 @@ alt = import_lazily("altair")
 FONT = "DejaVu Sans"
 
 
-# A4 minus 20 mm margins leaves ~170 mm ≈ 640 px at 96 dpi; 560 px of plot leaves room for the
-# axis labels and legend beside it.
-WIDTH = 560
+# Print size. The PDF lays every chart image at the width of the A4 text column
+# (print.css: `figure.chart img { width: 100%; max-height: 225mm }`, @page margins 16 mm
+# left and right), so a chart W px wide and H px tall prints at the scale
+#     s = min(PRINT_WIDTH_PT / W, PRINT_HEIGHT_PT / H) points per px
+# and its f px text at f x s pt. No chart text may print under MIN_PRINT_PT.
+PRINT_WIDTH_PT = 504.6  # 210 mm - 2 x 16 mm = 178 mm = 178 x 72 / 25.4 pt
 
 
-HEIGHT = 320
+PRINT_HEIGHT_PT = 637.8  # the image's max-height, 225 mm = 225 x 72 / 25.4 pt
+
+
+MIN_PRINT_PT = 7.0  # the smallest text a reviewer reads on paper without strain
+
+
+# The production fit matrix has a landscape page of its own (print.css `@page wide`): 297 mm -
+# 2 x 16 mm = 265 mm = 751.2 pt wide; 210 mm - 22 mm - 20 mm = 168 mm = 476.2 pt tall, less its
+# caption and the figure's margins (~55 pt).
+WIDE_PRINT_WIDTH_PT = 751.2
+
+
+WIDE_PRINT_HEIGHT_PT = 420.0
+
+
+# Every chart's smallest text: axis, legend and header labels and the text marks.
+LABEL_PX = 10
+
+
+TITLE_PX = 11  # axis, legend and header titles, and the chart's subtitle lines
+
+
+CHART_TITLE_PX = 13
+
+
+# The widest and tallest a portrait chart may be with its LABEL_PX text at >= 7 pt in print:
+#     W <= 504.6 x 10 / 7 = 720.9 px and H <= 637.8 x 10 / 7 = 911.1 px;
+# 710 and 900 leave ~1.5 % for vl-convert's rounding of the SVG's size (10 px prints at
+# 504.6 / 710 x 10 = 7.1 pt, or 637.8 / 900 x 10 = 7.09 pt).
+MAX_CHART_WIDTH_PX = 710
+
+
+MAX_CHART_HEIGHT_PX = 900
+
+
+# Landscape (fit matrix): W <= 751.2 x 10 / 7 = 1,073 px, H <= 420 x 10 / 7 = 600 px.
+MAX_WIDE_WIDTH_PX = 1060
+
+
+MAX_WIDE_HEIGHT_PX = 590
+
+
+# The plot of a chart with short axis labels and its legend to the right: 710 px less the
+# left padding (14), a y axis of ~70 px and a legend of ~180 px.
+WIDTH = 440
+
+
+HEIGHT = 300
+
+
+def print_scale(width_px: float, height_px: float, wide: bool = False) -> float:
+    """Points per px of a chart `width_px` x `height_px` laid in the PDF's chart box."""
+    box_w, box_h = (
+        (WIDE_PRINT_WIDTH_PT, WIDE_PRINT_HEIGHT_PT) if wide else (PRINT_WIDTH_PT, PRINT_HEIGHT_PT)
+    )
+    return min(box_w / width_px, box_h / height_px)
 
 
 NO_DATA_HEIGHT = 120  # a visible box for the "no data" message without wasting a page
@@ -48,7 +109,33 @@ MAX_SAMPLES = 60
 MAX_WORKLOADS = 12
 
 
-LABEL_LIMIT = 300  # px: full workload ids (up to ~50 characters at 10 px) instead of "gemm.bert-b…"
+LABEL_LIMIT = 300  # px: full workload ids (up to ~48 characters at 10 px) instead of "gemm.bert-b…"
+
+
+# DejaVu Sans at 10 px: digits and lower-case letters average ~0.62 em. Used to size a plot
+# beside its labels before vl-convert measures them (an overestimate only narrows the plot).
+CHAR_PX = 6.2
+
+
+def _label_px(labels: Iterable[str], limit: int = LABEL_LIMIT) -> int:
+    """The width the longest of `labels` takes on an axis at LABEL_PX, at most `limit`."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    return min(limit, math.ceil(longest * CHAR_PX))
+
+
+# A workload-labelled chart (forest, latency, quality) shares the 710 px with its labels, their
+# ticks (~8 px), the left and right padding (14 + 5 px) and the half of the last x tick label
+# that overhangs the plot (up to ~20 px); its legends go below.
+Y_LABELLED_CHROME_PX = 14 + 8 + 5 + 20
+
+
+MIN_PLOT_PX = 300  # narrower, a log axis over several decades has room for too few ticks
+
+
+def _plot_width(labels: Iterable[str]) -> int:
+    """The plot width that keeps a chart with these y labels and no legend beside it within
+    MAX_CHART_WIDTH_PX."""
+    return max(MIN_PLOT_PX, MAX_CHART_WIDTH_PX - Y_LABELLED_CHROME_PX - _label_px(labels))
 
 
 # Okabe-Ito bluish green / vermillion / grey: safe for deuteranopia and protanopia.
@@ -122,12 +209,14 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _title(text: str, notes: list[str] | None = None) -> alt.TitleParams:
+def _title(text: str | list[str], notes: list[str] | None = None) -> alt.TitleParams:
     # every subtitle wrapped to the plot's width here, not at each chart: a forest plot's
-    # one-line note on margin, noise floor and allowance ran off the A4 page
+    # one-line note on margin, noise floor and allowance ran off the A4 page; a title given as
+    # lines keeps them
+    shown = [_plain(t) for t in text] if isinstance(text, list) else _plain(text)
     if notes:
-        return alt.TitleParams(text=text, subtitle=_notes(notes))
-    return alt.TitleParams(text=text)
+        return alt.TitleParams(text=shown, subtitle=_notes(notes))
+    return alt.TitleParams(text=shown)
 
 
 # Charts reference their rows by name and the rows are attached to the finished spec as
@@ -249,13 +338,26 @@ def _keep_spec(key: str, spec: dict) -> None:
 
 def _finish(chart: alt.TopLevelMixin) -> dict:
     """Apply the shared look and return the plain dict, with its rows attached."""
+    # Every size set here, none left to Vega's defaults, so the print arithmetic above holds.
     configured = (
         chart.configure(font=FONT)
-        .configure_axis(labelFont=FONT, titleFont=FONT)
-        .configure_legend(labelFont=FONT, titleFont=FONT)
-        .configure_title(font=FONT, subtitleFont=FONT, anchor="start")
-        .configure_header(labelFont=FONT, titleFont=FONT)
-        .configure_text(font=FONT)
+        .configure_axis(
+            labelFont=FONT, titleFont=FONT, labelFontSize=LABEL_PX, titleFontSize=TITLE_PX
+        )
+        .configure_legend(
+            labelFont=FONT, titleFont=FONT, labelFontSize=LABEL_PX, titleFontSize=TITLE_PX
+        )
+        .configure_title(
+            font=FONT,
+            subtitleFont=FONT,
+            anchor="start",
+            fontSize=CHART_TITLE_PX,
+            subtitleFontSize=TITLE_PX,
+        )
+        .configure_header(
+            labelFont=FONT, titleFont=FONT, labelFontSize=LABEL_PX, titleFontSize=TITLE_PX
+        )
+        .configure_text(font=FONT, fontSize=LABEL_PX)
         .configure_range(category={"scheme": CATEGORY_SCHEME})
     )
     # altair's own validation costs ~50 ms a chart; tests validate every chart kind instead.
@@ -268,15 +370,29 @@ def _finish(chart: alt.TopLevelMixin) -> dict:
     return spec
 
 
+# The key of the `usermeta` that marks a "no data" chart: the packet shows one line of text
+# (the reason) in its place. Vega-Lite keeps `usermeta` and draws nothing from it.
+NO_DATA_KEY = "reviewkit_no_data"
+
+
 def _no_data(title: str, notes: list[str] | None = None) -> dict:
-    """A visible "no data" message: an empty plot would read as a rendering failure."""
+    """A visible "no data" message: an empty plot would read as a rendering failure. Every
+    builder returns this when it has nothing to draw, marked `usermeta[NO_DATA_KEY]` with the
+    reason (the notes, unwrapped) so the packet can say it in a line of text instead."""
     chart = (
         alt.Chart(_data([{"message": "no data"}]))
         .mark_text(fontSize=16, color="#555555")
         .encode(text="message:N")
         .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=_title(title, notes))
     )
-    return _finish(chart)
+    spec = _finish(chart)
+    reasons = [_plain(" ".join(str(n).split())) for n in notes or []]
+    spec["usermeta"] = {
+        NO_DATA_KEY: True,
+        "title": _plain(" ".join(title) if isinstance(title, list) else title),
+        "reason": "; ".join(r for r in reasons if r) or "nothing to draw",
+    }
+    return spec
 
 
 NOTE_CHARS = 96  # a subtitle line wider than the plot runs off the A4 page: wrap it
@@ -300,13 +416,68 @@ def _notes(lines: Iterable[str]) -> list[str]:
 
     out: list[str] = []
     for line in lines:
-        text = " ".join(str(line).split())
+        text = _plain(" ".join(str(line).split()))
         if len(text) > NOTE_MAX_CHARS:
             text = text[: NOTE_MAX_CHARS - 1] + "…"
         out += textwrap.wrap(text, NOTE_CHARS) or [""]
     return out
 
 
-def _fmt(x: float) -> str:
-    """Four significant digits without exponent noise for the sizes shown (1e-3 to 1e6)."""
-    return f"{x:,.4g}"
+_CODE_SPAN = re.compile(r"`([^`]*)`")
+
+
+# A number in exponent notation as Python prints it (2.54e-05, 1.2e+04, and "2.54e-05x" with
+# its unit), not inside an id: the sign Python always writes keeps "rows-1e4" and "1e0-1e1".
+_EXPONENT = re.compile(r"(?<![\w.-])[-+]?\d+(?:\.\d+)?[eE][-+]\d+(?![\d.])")
+
+
+_STR_LIST = re.compile(r"\[\s*'[^'\]]*'(?:\s*,\s*'[^'\]]*')*\s*\]")  # ['bf16', 'fp16']
+
+
+def _plain(text: str) -> str:
+    """Chart text as a reader sees it: markdown code spans as quoted words (a chart draws no
+    markdown, and the backticks printed as they are), numbers in exponent notation written
+    out, and Python's repr of a list of names as the names."""
+    text = _CODE_SPAN.sub(lambda m: f"“{m.group(1)}”", str(text)).replace("`", "")
+    text = _EXPONENT.sub(lambda m: _fmt(float(m.group(0))), text)
+    return _STR_LIST.sub(lambda m: ", ".join(re.findall(r"'([^']*)'", m.group(0))), text)
+
+
+SCI_BELOW = 1e-4  # 0.0000254 makes the reader count zeros: smaller as 2.54 x 10^-5
+
+
+SCI_FROM = 1e15  # past a thousand trillion the digits stop being readable as a count
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+TIMES = "\u00d7"  # the multiplication sign
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    """`digits` significant digits, written out with thousands separators (12,350, 0.0736):
+    never Python's exponent form ("1.235e+04", "2.54e-05"), which is no way to print a number
+    for a reader. Magnitudes below SCI_BELOW or from SCI_FROM as 2.54 x 10^-5, with the
+    multiplication sign and superscripts (DejaVu Sans has both)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return MISSING
+    if x == 0:
+        return "0"
+    rounded = float(f"{x:.{digits}g}")
+    exponent = math.floor(math.log10(abs(rounded)))
+    if abs(rounded) < SCI_BELOW or abs(rounded) >= SCI_FROM:
+        mantissa = f"{rounded / 10.0**exponent:.{digits - 1}f}".rstrip("0").rstrip(".")
+        return f"{mantissa}{TIMES}10{str(exponent).translate(_SUPERSCRIPT)}"
+    text = f"{rounded:,.{max(0, digits - 1 - exponent)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _duration(seconds: float) -> str:
+    """A time to three significant digits in the largest unit that keeps it from 1 up:
+    0.0000625 -> "62.5 µs", 0.31 -> "310 ms" (never "0.0000625 s" or "6.25e-05 s")."""
+    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= factor:
+            return f"{_fmt(seconds / factor, 3)} {unit}"
+    return f"{_fmt(seconds / 1e-9, 3)} ns"

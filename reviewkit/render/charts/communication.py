@@ -3,15 +3,20 @@ and the skew across ranks."""
 
 from __future__ import annotations
 
+from reviewkit.render.charts.axes import log_axis, log_domain
 from reviewkit.render.charts.base import (
     CATEGORY_SCHEME,
     CEILING_COLOUR,
     GIGA,
     HEIGHT,
+    LABEL_LIMIT,
+    MAX_CHART_HEIGHT_PX,
+    MAX_CHART_WIDTH_PX,
     MILLI,
     WIDTH,
     _data,
     _finish,
+    _fmt,
     _memo,
     _no_data,
     _plural,
@@ -52,15 +57,23 @@ def collective_times(runs: list[dict]) -> dict:
             wires = [p["wire_mib"] for p in points if p["run"] == label]
             for mib in (min(wires) / 2, max(wires) * 2):
                 lines.append({
-                    "ceiling": f"{label} link {float(link) / GIGA:.3g} GB/s",
+                    "ceiling": f"{label} link {_fmt(float(link) / GIGA, 3)} GB/s",
                     "wire_mib": mib, "ms": mib * (1 << 20) / float(link) * MILLI,
                 })  # fmt: skip
     notes = [f"{_plural(skipped, 'collective')} with nothing on the wire not shown"] * bool(skipped)
     if not points:
         return _no_data(title, notes)
     notes.append("a point's height above its run's line is the per-call cost beyond t_comm")
-    x = alt.X("wire_mib:Q", title="Bytes on the wire per rank (MiB)", scale=alt.Scale(type="log"))
-    y = alt.Y("p50_ms:Q", title="Time per call (ms, slowest rank)", scale=alt.Scale(type="log"))
+    # Explicit ends and ticks: Vega's 1..9 of each decade collide on a log axis (axes.py).
+    x_lo, x_hi = log_domain([p["wire_mib"] for p in points] + [r["wire_mib"] for r in lines])
+    y_lo, y_hi = log_domain([p["p50_ms"] for p in points] + [r["ms"] for r in lines]
+                            + [p["p99_ms"] for p in points if p["p99_ms"]])  # fmt: skip
+    x_scale = alt.Scale(type="log", domain=[x_lo, x_hi], nice=False)
+    y_scale = alt.Scale(type="log", domain=[y_lo, y_hi], nice=False)
+    x = alt.X("wire_mib:Q", title="Bytes on the wire per rank (MiB)", scale=x_scale,
+              axis=log_axis(x_lo, x_hi, WIDTH))  # fmt: skip
+    y = alt.Y("p50_ms:Q", title="Time per call (ms, slowest rank)", scale=y_scale,
+              axis=log_axis(y_lo, y_hi, HEIGHT, horizontal=False))  # fmt: skip
     layers = []
     if lines:
         layers.append(
@@ -68,7 +81,7 @@ def collective_times(runs: list[dict]) -> dict:
             .mark_line(color=CEILING_COLOUR, strokeDash=[4, 3])
             .encode(
                 x=x,
-                y=alt.Y("ms:Q", scale=alt.Scale(type="log")),
+                y=alt.Y("ms:Q", scale=y_scale),
                 detail="ceiling:N",
                 tooltip=[alt.Tooltip("ceiling:N")],
             )
@@ -85,10 +98,10 @@ def collective_times(runs: list[dict]) -> dict:
             tooltip=[
                 alt.Tooltip("id:N", title="workload"),
                 alt.Tooltip("run:N"),
-                alt.Tooltip("wire_mib:Q", title="on the wire (MiB)", format=",.4~g"),
-                alt.Tooltip("p50_ms:Q", title="p50 (ms)", format=",.4~g"),
-                alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.4~g"),
-                alt.Tooltip("busbw_gbs:Q", title="busbw (GB/s)", format=",.3~g"),
+                alt.Tooltip("wire_mib:Q", title="on the wire (MiB)", format=",.4~r"),
+                alt.Tooltip("p50_ms:Q", title="p50 (ms)", format=",.4~r"),
+                alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.4~r"),
+                alt.Tooltip("busbw_gbs:Q", title="busbw (GB/s)", format=",.3~r"),
                 alt.Tooltip("skew:Q", title="slowest / median rank", format=".2f"),
             ],
         )
@@ -120,7 +133,7 @@ def rank_skew(rows: list[dict]) -> dict:
         .mark_rect()
         .encode(
             x=alt.X("rank:N", title=None, sort=ranks),
-            y=alt.Y("row:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=320)),
+            y=alt.Y("row:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
             color=alt.Color(
                 "ratio:Q", title="x other ranks",
                 scale=alt.Scale(scheme="blueorange", domainMid=1.0),
@@ -128,7 +141,9 @@ def rank_skew(rows: list[dict]) -> dict:
             tooltip=[alt.Tooltip("row:N", title="workload"), alt.Tooltip("rank:N"),
                      alt.Tooltip("ratio:Q", title="x other ranks", format=".3f")],
         )
-        .properties(width=min(WIDTH - 320, 40 * len(ranks)), height=14 * len(workloads),
+        .properties(width=min(MAX_CHART_WIDTH_PX - LABEL_LIMIT - 150, 40 * len(ranks)),
+                    height=max(12, min(14, (MAX_CHART_HEIGHT_PX - 80) // len(workloads)))
+                    * len(workloads),
                     title=_title(title))
     )  # fmt: skip
     return _finish(chart)

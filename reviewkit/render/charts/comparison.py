@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-import math
-
 from reviewkit.common.format import MISSING
+from reviewkit.render.charts.axes import log_axis
 from reviewkit.render.charts.base import (
     BAR_PX,
     GIGA,
     LABEL_LIMIT,
+    LABEL_PX,
+    MAX_CHART_HEIGHT_PX,
+    MAX_CHART_WIDTH_PX,
     MILLI,
     NO_DATA_HEIGHT,
     VERDICT_COLOURS,
     VERDICT_SHAPES,
-    WIDTH,
     _data,
+    _duration,
     _finish,
     _finite,
     _fmt,
+    _label_px,
     _memo,
     _no_data,
+    _notes,
+    _plot_width,
     _plural,
     _positive,
     _title,
@@ -28,22 +33,8 @@ from reviewkit.render.charts.base import (
 )
 
 FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
-TRADE_PANEL_WIDTH = 200  # two panels side by side fit the A4 width with candidate labels
+TRADE_PANEL_WIDTH = 200  # at most: two panels side by side, each with its candidate labels
 TRADE_BAR_PX = 22
-
-
-def _log_ticks(low: float, high: float) -> list[float] | alt.UndefinedType:
-    """Tick values for a log axis over [low, high]. Over more than a decade and a half, Vega's
-    own ticks (1, 2, 3 ... 9 of each decade) crowd together: 0.002 and 0.003 printed as
-    "0.0020.003" in a CPU-to-GPU review. There the ticks are 1, 2 and 5 of each decade, and
-    only the decades beyond three. Over narrower spans Vega's ticks read well and are kept."""
-    decades = math.log10(high / low)
-    if decades <= 1.5:
-        return alt.Undefined
-    steps = (1,) if decades > 3 else (1, 2, 5)
-    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    ticks = [s * 10.0**e for e in range(first, last + 1) for s in steps]
-    return [float(f"{t:.3g}") for t in ticks if low <= t <= high]
 
 
 @_memo
@@ -56,15 +47,17 @@ def forest(
     run_to_run_sd: float | None = None,
     part: tuple[int, int, int] | None = None,
     axis_ends: tuple[float, float] | None = None,
+    quantile: str = "Median",
 ) -> dict:
     """Forest plot of candidate/baseline median ratios with intervals; rows may be layer types.
+    `quantile` names another latency quantile the rows' ratios are of ("p99", say).
 
     With `margin`, the band 1 -/+ margin is shaded: an interval inside it is `equivalent`, one
     wholly beyond it `faster` or `slower`, any other `inconclusive`. `run_to_run_sd` (separate
     runs) is named in the note: it is part of every interval drawn. One part of a forest split
     over several charts gives `part` (first row, last row, all rows) for its title and
     `axis_ends` (the smallest and largest value of every part) so that all parts share an axis."""
-    title = f"Median latency ratio per {item}, candidate / baseline"
+    title = f"{quantile} latency ratio per {item}, candidate / baseline"
     if part:
         title += f" ({item}s {part[0]}-{part[1]} of {part[2]}, fastest first)"
     points, dropped = [], 0
@@ -112,12 +105,17 @@ def forest(
     if axis_ends:
         ends += list(axis_ends)
     x_domain = (min(ends) / FOREST_PAD, max(ends) * FOREST_PAD)
+    width = _plot_width(order)
     x_scale = alt.Scale(type="log", domain=list(x_domain), nice=False)
-    x_title = "Ratio of medians, candidate / baseline (log scale; below 1 is faster)"
-    x_axis = alt.Axis(labelOverlap="greedy", labelSeparation=6, values=_log_ticks(*x_domain))
+    # two lines: on one, the title was wider than a plot beside 300 px of labels
+    x_title = ["Ratio of medians, candidate / baseline", "(log scale; below 1 is faster)"]
+    x_axis = log_axis(*x_domain, width)
     y = alt.Y("workload:N", title=None, sort=order, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     verdicts = list(VERDICT_COLOURS)
     colour_scale = alt.Scale(domain=verdicts, range=list(VERDICT_COLOURS.values()))
+    # below the plot: beside it, the legend took 100 px from a plot that shares the print
+    # width with labels up to LABEL_LIMIT
+    legend = alt.Legend(orient="bottom", direction="horizontal", title="verdict")
     one = (
         alt.Chart(_data([{"ratio": 1.0}]))
         .mark_rule(color="#333333", strokeDash=[4, 3])
@@ -130,7 +128,8 @@ def forest(
             x=alt.X("low:Q", title=x_title, scale=x_scale, axis=x_axis),
             x2="high:Q",
             y=y,
-            color=alt.Color("verdict:N", legend=None, scale=colour_scale),
+            # the same legend as the dots': a `legend: null` here hid the shared one
+            color=alt.Color("verdict:N", scale=colour_scale, legend=legend),
         )
     )
     dots = (
@@ -139,17 +138,17 @@ def forest(
         .encode(
             x=alt.X("ratio:Q", title=x_title, scale=x_scale, axis=x_axis),
             y=y,
-            color=alt.Color("verdict:N", title="verdict", scale=colour_scale),
+            color=alt.Color("verdict:N", scale=colour_scale, legend=legend),
             shape=alt.Shape(
                 "verdict:N",
-                title="verdict",
                 scale=alt.Scale(domain=verdicts, range=list(VERDICT_SHAPES.values())),
+                legend=legend,
             ),
             tooltip=[
                 alt.Tooltip("workload:N", title=item),
-                alt.Tooltip("ratio:Q", format=".3f"),
-                alt.Tooltip("low:Q", title="95% low", format=".3f"),
-                alt.Tooltip("high:Q", title="95% high", format=".3f"),
+                alt.Tooltip("ratio:Q", format=",.3~r"),
+                alt.Tooltip("low:Q", title="95% low", format=",.3~r"),
+                alt.Tooltip("high:Q", title="95% high", format=",.3~r"),
                 alt.Tooltip("verdict:N"),
             ],
         )
@@ -163,11 +162,32 @@ def forest(
         )
         layers.insert(0, shade)
     chart = alt.layer(*layers).properties(
-        width=WIDTH,
-        height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 8)),
-        title=_title(title, notes),
+        width=width, height=_rows_height(len(order), len(_notes(notes))), title=_title(title, notes)
     )
     return _finish(chart)
+
+
+FOREST_ROW_PX = BAR_PX + 8  # a row's pitch when the page has room
+
+
+MIN_ROW_PX = LABEL_PX + 4  # a 10 px label and a little air: tighter, neighbours touch
+
+
+# Around a forest's rows: its title (~20 px), up to four subtitle lines (~15 px each), the x
+# axis with its title (~45 px), the legend below (~35 px) and the padding (10 px).
+FOREST_CHROME_PX = 170
+
+
+def _rows_height(rows: int, note_lines: int = 0) -> int:
+    """A forest's plot height: FOREST_ROW_PX a row, less where the rows would make the chart
+    taller than MAX_CHART_HEIGHT_PX (the part of a 48-row forest is 48 x 15 = 720 px), never
+    under MIN_ROW_PX."""
+    room = MAX_CHART_HEIGHT_PX - FOREST_CHROME_PX - 15 * max(0, note_lines - 2)
+    pitch = max(MIN_ROW_PX, min(FOREST_ROW_PX, room // max(1, rows)))
+    return max(NO_DATA_HEIGHT, rows * pitch)
+
+
+MISSING_CELL = "#DDDDDD"  # measured, but no value to colour by (not comparable)
 
 
 # key, panel name, axis title, better direction, scale to display units, fixed domain
@@ -186,6 +206,10 @@ def trade_view(rows: list[dict]) -> dict:
     if not rows:
         return _no_data(title)
     candidates = _unique(str(r["candidate"]) for r in rows)
+    # Two panels a row share the print width with their candidate labels (drawn on each), the
+    # spacing (24) and the padding: "baseline · AMD EPYC" made it 733 px at 200 px a panel.
+    room = MAX_CHART_WIDTH_PX - 24 - 19 - 2 * (_label_px(candidates) + 12)
+    panel_px = min(TRADE_PANEL_WIDTH, room // 2)
     panels = []
     for key, name, axis_title, better, scale, fixed in TRADE_DIMENSIONS:
         bars, missing = [], []
@@ -214,7 +238,7 @@ def trade_view(rows: list[dict]) -> dict:
                 y=y,
                 tooltip=[
                     alt.Tooltip("candidate:N"),
-                    alt.Tooltip("value:Q", title=axis_title, format=",.4~g"),
+                    alt.Tooltip("value:Q", title=axis_title, format=",.4~r"),
                 ],
             )
         )
@@ -225,7 +249,7 @@ def trade_view(rows: list[dict]) -> dict:
         )
         panels.append(
             alt.layer(bar_layer, text_layer).properties(
-                width=TRADE_PANEL_WIDTH,
+                width=panel_px,
                 height=max(60, len(candidates) * TRADE_BAR_PX),
                 title=f"{name}: {better}",
             )
@@ -234,17 +258,18 @@ def trade_view(rows: list[dict]) -> dict:
     return _finish(chart)
 
 
-# A cell holds three 9 px text lines ("MFU 41.2%", "p99 0.736 ms", "SLA missed").
-PLATFORM_ROW_PX = 38
+# A cell holds three LABEL_PX text lines 11 px apart ("MFU 41.2%", "p99 736 µs", "SLA missed").
+PLATFORM_ROW_PX = 40
 
 
-# The platform columns share the plot width; below this a cell's "p99 0.736 ms" would not fit.
-PLATFORM_MIN_COLUMN_PX = 104
+# The widest cell line at 10 px, "MFU 105.4%" or "p99 62.5 µs" (~68 px), and a margin.
+PLATFORM_MIN_COLUMN_PX = 74
 
 
-# 18 rows of 38 px keep the matrix and its caption on one A4 page once the image is scaled to
-# the page width; the table and packet.json carry every cell.
-MAX_PLATFORM_ROWS = 18
+# 16 rows of 40 px (640 px) with the title, four subtitle lines, the two-line platform labels
+# and the legend below (~230 px) stay within MAX_CHART_HEIGHT_PX; the table and packet.json
+# carry every cell.
+MAX_PLATFORM_ROWS = 16
 
 
 SLA_MISS_COLOUR = "#D55E00"  # Okabe-Ito vermillion, the "slower" colour: a miss is a regression
@@ -290,7 +315,7 @@ def platform_matrix(
                 "missed": sla == "missed",
                 "line1": (f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —")
                 if measured else "not measured",
-                "line2": f"p99 {_fmt(float(p99) * MILLI)} ms" if measured and _finite(p99) else "",
+                "line2": f"p99 {_duration(float(p99))}" if measured and _finite(p99) else "",
                 "line3": {"met": "SLA met", "missed": "SLA missed"}.get(sla, ""),
                 # Tooltip text: preformatted, so a value that is absent reads as its reason.
                 "workload_id": str(c.get("workload_id") or MISSING),
@@ -298,7 +323,7 @@ def platform_matrix(
                 "dtype": str(c.get("dtype") or ""),
                 "mfu_text": (f"{100 * mfu:.1f}% of the {c.get('peak_source')} peak"
                              if _finite(mfu) else str(c.get("reason") or "no MFU")),
-                "p99_text": f"{_fmt(float(p99) * MILLI)} ms" if _finite(p99) else MISSING,
+                "p99_text": _duration(float(p99)) if _finite(p99) else MISSING,
                 "sla_text": sla + (f": {c['sla_reason']}" if c.get("sla_reason") else "")
                 + (f" [{c['sla_target']}]" if c.get("sla_target") else ""),
                 "throughput_text": (f"{_fmt(float(rate))} calls/s"
@@ -325,9 +350,14 @@ def platform_matrix(
     if grey:
         lead.append(f"{_plural(grey, 'grey cell')}: not measured, or no MFU (tooltip says why)")
     columns = [p for p in platforms if any(d["platform"] == p for d in data)]
-    column_px = max(PLATFORM_MIN_COLUMN_PX, WIDTH // max(1, len(columns)))
-    x = alt.X("platform:N", title=None, sort=columns,
-              axis=alt.Axis(orient="top", labelAngle=0, labelLimit=column_px - 6))  # fmt: skip
+    # The columns share what the workload labels leave of the print width (no legend beside).
+    room = MAX_CHART_WIDTH_PX - 30 - _label_px(rows)
+    column_px = max(PLATFORM_MIN_COLUMN_PX, room // max(1, len(columns)))
+    # "AMD EPYC · fp32" on two lines, device over dtype: one line was wider than the column.
+    # The padding lifts the two lines clear of the plot (a top axis anchors its first line).
+    x_axis = alt.Axis(orient="top", labelAngle=0, labelLimit=column_px - 6,
+                      labelExpr="split(datum.label, ' · ')", labelPadding=LABEL_PX + 4)  # fmt: skip
+    x = alt.X("platform:N", title=None, sort=columns, axis=x_axis)
     y = alt.Y("workload:N", title=None, sort=rows, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     base = alt.Chart(_data(data))
     rect = base.mark_rect().encode(
@@ -337,7 +367,7 @@ def platform_matrix(
             "datum.mfu === null",
             alt.value(MISSING_CELL),
             alt.Color("mfu:Q", title="MFU", scale=alt.Scale(domain=[0, top], scheme="blues"),
-                      legend=alt.Legend(format="%")),
+                      legend=alt.Legend(format="%", orient="bottom", direction="horizontal")),
         ),
         stroke=alt.condition("datum.missed", alt.value(SLA_MISS_COLOUR), alt.value("#FFFFFF")),
         strokeWidth=alt.condition("datum.missed", alt.value(SLA_MISS_STROKE_PX), alt.value(1)),
@@ -356,143 +386,12 @@ def platform_matrix(
     )  # fmt: skip
     ink = alt.Fill("ink:N", scale=None)  # its own channel: the rect owns the colour scale
     lines = [
-        base.mark_text(fontSize=9, dy=dy).encode(x=x, y=y, fill=ink, text=f"{field}:N")
-        for field, dy in (("line1", -11), ("line2", 0), ("line3", 11))
+        base.mark_text(fontSize=LABEL_PX, dy=dy).encode(x=x, y=y, fill=ink, text=f"{field}:N")
+        for field, dy in (("line1", -12), ("line2", 0), ("line3", 12))
     ]
     chart = alt.layer(rect, *lines).properties(
         width=alt.Step(column_px),
         height=alt.Step(PLATFORM_ROW_PX),
         title=_title(title, lead + notes),
-    )
-    return _finish(chart)
-
-
-HEAT_STEP_PX = 74  # a heatmap cell fits two 9 px text lines ("MFU 41.2%", "p99 0.736 ms")
-
-
-HEAT_COLUMNS = 3  # three panels of up to three sequence lengths fit the A4 width
-
-
-HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER = "#009E73", "#F7F7F7", "#D55E00"  # verdict colours
-
-
-HEAT_MIN_SPREAD = 1.25  # colour domain at least 0.8x..1.25x, so noise is not painted vivid
-
-
-MISSING_CELL = "#DDDDDD"  # measured shape with no ratio (not comparable)
-
-
-@_memo
-def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
-    """Sequence length x batch per workload family: does a win on one shape hold on the others?
-
-    rows: {"panel", "workload", "seq", "batch", "ratio" (candidate/baseline median, or None),
-    "verdict", "mfu", "p99_ms"}. With no ratio anywhere (a single run) the colour is MFU.
-    """
-    title = "Shape portability: sequence length x batch"
-    notes = list(notes or [])
-    cells, dropped = [], 0
-    for r in rows:
-        seq, batch = r.get("seq"), r.get("batch")
-        if not (_finite(seq) and _finite(batch)):
-            dropped += 1
-            continue
-        ratio, mfu, p99 = r.get("ratio"), r.get("mfu"), r.get("p99_ms")
-        cells.append(
-            {
-                "panel": str(r["panel"]),
-                "workload": str(r["workload"]),
-                "seq": int(seq),
-                "batch": int(batch),
-                "ratio": float(ratio) if _positive(ratio) else None,
-                "verdict": str(r.get("verdict") or ""),
-                "mfu": float(mfu) if _finite(mfu) else None,
-                "p99_ms": float(p99) if _finite(p99) else None,
-                "mfu_label": f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —",
-                "p99_label": f"p99 {p99:.3g} ms" if _finite(p99) else "p99 —",
-            }
-        )
-    if dropped:
-        notes.append(f"{_plural(dropped, 'workload')} without a sequence length and batch")
-    if not cells:
-        return _no_data(title, notes)
-    by_ratio = any(c["ratio"] is not None for c in cells)
-    if by_ratio:
-        spread = max([HEAT_MIN_SPREAD] + [max(c["ratio"], 1 / c["ratio"]) for c in cells
-                                          if c["ratio"] is not None])  # fmt: skip
-        colour = alt.Color(
-            "ratio:Q",
-            title=["median ratio", "cand / base", "(green faster)"],
-            scale=alt.Scale(
-                type="log",
-                domain=[1 / spread, 1.0, spread],
-                range=[HEAT_FASTER, HEAT_EVEN, HEAT_SLOWER],
-                nice=False,
-            ),
-            # the ends and even, to two digits: the ends are computed (85.265690453 was shown)
-            legend=alt.Legend(
-                format=".2~g", values=[float(f"{v:.2g}") for v in (1 / spread, 1, spread)]
-            ),
-        )
-        missing = "datum.ratio === null"
-        lead = "colour: candidate / baseline median time (below 1, green, is faster)"
-    else:
-        top = max([1e-3] + [c["mfu"] for c in cells if c["mfu"] is not None])
-        colour = alt.Color(
-            "mfu:Q",
-            title="MFU",
-            scale=alt.Scale(domain=[0, top], scheme="blues"),
-            legend=alt.Legend(format="%"),
-        )
-        missing = "datum.mfu === null"
-        lead = "colour: MFU (one run, nothing to compare against)"
-    # White text on the deepest colours, dark text elsewhere: legible on every cell in print.
-    for c in cells:
-        if by_ratio:
-            deep = c["ratio"] is not None and abs(math.log(c["ratio"])) > 0.6 * math.log(spread)
-        else:
-            deep = c["mfu"] is not None and c["mfu"] > 0.6 * top
-        c["ink"] = "#FFFFFF" if deep else "#1D2330"
-    unmatched = sum(1 for c in cells if (c["ratio"] if by_ratio else c["mfu"]) is None)
-    if unmatched:
-        notes.append(f"{_plural(unmatched, 'grey cell')}: measured, but no "
-                     f"{'ratio' if by_ratio else 'MFU'}")  # fmt: skip
-    panels = _unique(c["panel"] for c in sorted(cells, key=lambda c: c["panel"]))
-    seqs = sorted({c["seq"] for c in cells})
-    batches = sorted({c["batch"] for c in cells})
-    x = alt.X("seq:O", title="sequence length", sort=seqs, axis=alt.Axis(labelAngle=0))
-    y = alt.Y("batch:O", title="batch", sort=batches)
-    base = alt.Chart(_data(cells))
-    rect = base.mark_rect(stroke="#FFFFFF", strokeWidth=1).encode(
-        x=x,
-        y=y,
-        color=alt.condition(missing, alt.value(MISSING_CELL), colour),
-        tooltip=[
-            alt.Tooltip("workload:N"),
-            alt.Tooltip("seq:O", title="sequence length"),
-            alt.Tooltip("batch:O"),
-            alt.Tooltip("ratio:Q", title="median ratio", format=".3f"),
-            alt.Tooltip("verdict:N"),
-            alt.Tooltip("mfu:Q", title="MFU", format=".1%"),
-            alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.4~g"),
-        ],
-    )
-    ink = alt.Fill("ink:N", scale=None)  # its own channel: the rect owns the colour scale
-    line1 = base.mark_text(fontSize=9, dy=-6).encode(x=x, y=y, fill=ink, text="mfu_label:N")
-    line2 = base.mark_text(fontSize=9, dy=7).encode(x=x, y=y, fill=ink, text="p99_label:N")
-    chart = (
-        alt.layer(rect, line1, line2)
-        .properties(width=alt.Step(HEAT_STEP_PX), height=alt.Step(HEAT_STEP_PX * 3 // 5))
-        .facet(
-            facet=alt.Facet(
-                "panel:N",
-                title=None,
-                sort=panels,
-                header=alt.Header(labelLimit=HEAT_STEP_PX * len(seqs) + 40, labelFontSize=10),
-            ),
-            columns=HEAT_COLUMNS,
-            spacing=14,
-        )
-        .properties(title=_title(title, [lead, "text: candidate MFU and p99", *notes]))
     )
     return _finish(chart)

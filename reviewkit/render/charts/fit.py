@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from reviewkit.common.format import MISSING
 from reviewkit.evidence.trace import fit as fitmatrix
+from reviewkit.render.charts.axes import tick_label
 from reviewkit.render.charts.base import (
     LABEL_LIMIT,
-    WIDTH,
+    LABEL_PX,
+    MAX_WIDE_WIDTH_PX,
     _data,
     _finish,
     _finite,
+    _fmt,
+    _label_px,
     _memo,
     _no_data,
     _plural,
@@ -24,13 +31,19 @@ FIT_TAIL_BANDS = fitmatrix.TAIL_BANDS  # drawn after the decades, in this order
 FIT_UNMAPPED = fitmatrix.UNMAPPED  # its own row, last, whatever its share
 
 
-FIT_ROW_PX = 34  # two 9 px text lines ("12.3%", "80% covered") and their margins
+FIT_ROW_PX = 30  # two LABEL_PX text lines 13 px apart ("12.3%", "80% cov.") and margins
 
 
-FIT_MIN_COLUMN_PX = 104  # "shape not recorded" at 9 px is ~100 px: narrower clips the label
+# The matrix prints on its own landscape page (print.css `@page wide`), MAX_WIDE_WIDTH_PX wide
+# at most: fourteen columns (ten decades and four tail bands) of 66 px, the layer-type labels
+# (~90 px) and the padding make 14 x 66 + 90 + 29 = 1,043 px. A cell's widest line at 10 px,
+# "100% cov." (~50 px), fits; "100% covered" (~72 px) did not.
+FIT_MIN_COLUMN_PX = 66
 
 
-MAX_FIT_LAYERS = 16  # with the caption, one A4 page; the table and packet.json have every row
+# Rows that fit the landscape page under the title and up to seven subtitle lines (~230 px
+# with the two-line column labels and the legend below): (590 - 230) / 30 = 12.
+MAX_FIT_LAYERS = 12
 
 
 MAX_FIT_TOOLTIP_WORKLOADS = 8  # a tooltip taller than the screen cannot be read
@@ -62,6 +75,22 @@ FIT_BAND_WHY = {  # tooltip: why time in these columns is never covered
     fitmatrix.OTHER_SHAPES: "shapes past the ones the summary lists: not matched against the suite",
     fitmatrix.NOT_MAPPED: "no layer-map rule names these operators: nothing to match them against",
 }
+
+
+_DECADES = re.compile(r"1e(\d+)-1e(\d+)")
+
+
+def _band_text(band: str) -> str:
+    """A decade band as counts are written: "1e2-1e3 elements" -> "100-1k elements"."""
+    return _DECADES.sub(
+        lambda m: f"{tick_label(10.0 ** int(m[1]))}-{tick_label(10.0 ** int(m[2]))}", band
+    )
+
+
+def _two_lines(label: str) -> list[str]:
+    """A column label over two lines: the last word on the second, the rest on the first."""
+    head, _, last = label.rpartition(" ")
+    return [head, last]
 
 
 def _share_text(x: float) -> str:
@@ -100,7 +129,7 @@ def fit_matrix(
         title = f"Production fit: the suite covers {100 * score:.1f}% of production time"
         if _finite(threshold):
             met = "met" if score >= threshold else "NOT met"
-            title += f" (rubric: at least {100 * threshold:.3g}%, {met})"
+            title += f" (rubric: at least {_fmt(100 * threshold, 3)}%, {met})"
         else:
             title += " (the rubric sets no threshold)"
     cells, dropped = [], 0
@@ -121,13 +150,14 @@ def fit_matrix(
             {
                 "layer_type": str(r.get("layer_type")),
                 "band": band,
-                "column": band.removesuffix(" elements"),
+                "band_text": _band_text(band),
+                "column": _band_text(band).removesuffix(" elements"),
                 "order": float(low) if _finite(low) else None,
                 "share": share,
                 "covered_share": covered,
                 "uncovered": uncovered,
                 "line1": _share_text(share),
-                "line2": f"{_covered_pct(covered, share, uncovered)} covered",
+                "line2": f"{_covered_pct(covered, share, uncovered)} cov.",
                 "share_text": f"{_share_text(share)} of production time",
                 "covered_text": f"{_share_text(covered)} of production time"
                 + (f" ({_covered_pct(covered, share, uncovered)} of the cell)" if share else ""),
@@ -161,25 +191,30 @@ def fit_matrix(
                     "whose layer type the suite measures at any shape)")  # fmt: skip
     if _finite(summary.get("shape_range_factor")):
         factor = summary["shape_range_factor"]
-        lead.append(f"covered: a suite workload of the layer type within {factor:g}x the "
+        lead.append(f"covered: a suite workload of the layer type within {_fmt(factor)}x the "
                     "shape's first-input elements")  # fmt: skip
     basis = str(summary.get("time_basis") or "")
     if basis:
         lead.append(f"time basis: {TIME_BASIS_WORDS.get(basis, basis)}")
     lead.append("colour: share of production time; text: that share and the part of it a suite "
-                "workload covers")  # fmt: skip
+                "workload covers (cov.)")  # fmt: skip
     outlined = [c for c in cells if c["uncovered"]]
     if outlined:
         lead.append(f"{_plural(len(outlined), 'cell')} outlined in vermillion: production time no "
                     "suite workload covers")  # fmt: skip
-    column_px = max(FIT_MIN_COLUMN_PX, WIDTH // max(1, len(columns)))
-    x = alt.X("column:N", title="Elements in the first input", sort=columns,
-              axis=alt.Axis(orient="top", labelAngle=0, labelLimit=column_px - 6,
-                            labelFontSize=9))  # fmt: skip
+    room = MAX_WIDE_WIDTH_PX - 29 - _label_px(layers)
+    column_px = max(FIT_MIN_COLUMN_PX, room // max(1, len(columns)))
+    # Two lines a column label, all of them: "shape not / recorded" fits the column, and a
+    # first line left empty keeps "1-10" level with the others' second line. The padding lifts
+    # the two lines clear of the plot (a top axis anchors its first line).
+    lines = json.dumps({c: _two_lines(c) for c in columns}, ensure_ascii=False)
+    x_axis = alt.Axis(orient="top", labelAngle=0, labelLimit=column_px - 4,
+                      labelExpr=f"{lines}[datum.label]", labelPadding=LABEL_PX + 4)  # fmt: skip
+    x = alt.X("column:N", title="Elements in the first input", sort=columns, axis=x_axis)
     y = alt.Y("layer_type:N", title=None, sort=layers, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     tooltip = [
         alt.Tooltip("layer_type:N", title="layer type"),
-        alt.Tooltip("band:N", title="shape band"),
+        alt.Tooltip("band_text:N", title="shape band"),
         alt.Tooltip("share_text:N", title="time"),
         alt.Tooltip("covered_text:N", title="covered"),
         alt.Tooltip("workloads_text:N", title="covering suite workloads"),
@@ -191,17 +226,17 @@ def fit_matrix(
         y=y,
         color=alt.Color("share:Q", title=["share of", "production time"],
                         scale=alt.Scale(domain=[0, top], scheme="blues"),
-                        legend=alt.Legend(format="%")),
+                        legend=alt.Legend(format="%", orient="bottom", direction="horizontal")),
         tooltip=tooltip,
     )  # fmt: skip
     ink = alt.Fill("ink:N", scale=None)  # its own channel: the rect owns the colour scale
     # The text and the outline carry the tooltip too: the topmost mark under the pointer is the
     # one asked, and text covers the middle of every cell.
     layers_drawn = [rect] + [
-        base.mark_text(fontSize=9, dy=dy).encode(
+        base.mark_text(fontSize=LABEL_PX, dy=dy).encode(
             x=x, y=y, fill=ink, text=f"{field}:N", tooltip=tooltip
         )
-        for field, dy in (("line1", -6), ("line2", 7))
+        for field, dy in (("line1", -7), ("line2", 7))
     ]
     if outlined:  # drawn last, unfilled: a neighbour cell drawn later would cover half the line
         layers_drawn.append(

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 
+from reviewkit.common.format import MISSING, change_ci
 from reviewkit.common.format import change as fmt_change
-from reviewkit.common.format import change_ci
+from reviewkit.render.charts.axes import log_axis, log_domain
 from reviewkit.render.charts.base import (
     BAR_PX,
     CATEGORY_SCHEME,
     GIGA,
     KNEE_COLOUR,
     LABEL_LIMIT,
+    LABEL_PX,
+    MAX_CHART_HEIGHT_PX,
     MILLI,
     MUTED_COLOUR,
     NO_DATA_HEIGHT,
@@ -24,6 +27,7 @@ from reviewkit.render.charts.base import (
     _fmt,
     _memo,
     _no_data,
+    _plot_width,
     _plural,
     _positive,
     _title,
@@ -32,10 +36,15 @@ from reviewkit.render.charts.base import (
 )
 from reviewkit.render.charts.runs import _grouped_height
 
-SWEEP_PANEL_HEIGHT = 220
+SWEEP_PANEL_HEIGHT = 180
 
 
-MAX_SWEEP_PANELS = 8  # a sweep of every workload would fill pages: the first ones, said so
+SWEEP_WIDTH = 480  # with the y axis (~70 px) and the percentile legend (~90 px): ~680 px
+
+
+# A panel with its title, notes and x axis takes ~290 px: three keep the chart within
+# MAX_CHART_HEIGHT_PX (3 x 290 + the title, 60 px). The rest are in packet.json, said so.
+MAX_SWEEP_PANELS = 3
 
 
 STABILITY_PANEL_HEIGHT = 180
@@ -44,7 +53,7 @@ STABILITY_PANEL_HEIGHT = 180
 SENSOR_PANEL_HEIGHT = 110
 
 
-ENERGY_PANEL_WIDTH = 230
+ENERGY_PANEL_WIDTH = 190  # two, with their layer-type labels and the run legend: ~690 px
 
 
 MAX_QUALITY_WORKLOADS = 40
@@ -59,7 +68,7 @@ def _x_rule(x: alt.X, value: float, label: str, what: str, dash: list[int]) -> l
         .mark_rule(color=RULE_COLOUR, strokeDash=dash)
         .encode(x=x, tooltip=[alt.Tooltip("label:N", title=what)]),
         alt.Chart(_data(rows))
-        .mark_text(angle=270, baseline="bottom", dy=-3, fontSize=9, color=RULE_COLOUR)
+        .mark_text(angle=270, baseline="bottom", dy=-3, fontSize=LABEL_PX, color=RULE_COLOUR)
         .encode(x=x, y=alt.value(SWEEP_PANEL_HEIGHT // 2), text="label:N"),
     ]
 
@@ -95,6 +104,12 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     ys = [r["latency_ms"] for r in rows] + ([sla_ms] if sla_ms else [])
     log_y = bool(ys) and max(ys) / min(ys) > 10  # queueing blows p99 up by orders of magnitude
     y_title = "Latency (ms" + (", log scale)" if log_y else ")")
+    if log_y:
+        y_lo, y_hi = log_domain(ys, 1.2)
+        y_scale = alt.Scale(type="log", domain=[y_lo, y_hi], nice=False)
+        y_axis = log_axis(y_lo, y_hi, SWEEP_PANEL_HEIGHT, horizontal=False)
+    else:
+        y_scale, y_axis = alt.Scale(zero=True), alt.Undefined
     extra_x = [v for v in (offline, p.get("sla_min_rate_per_s")) if _positive(v)]
     x_top = max([r["achieved_rate_per_s"] for r in rows] + [float(v) for v in extra_x] + [1e-9])
     x = alt.X(
@@ -102,11 +117,7 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
         title="Achieved throughput (queries/s)",
         scale=alt.Scale(domain=[0, x_top * 1.08], nice=False),
     )
-    y = alt.Y(
-        "latency_ms:Q",
-        title=y_title,
-        scale=alt.Scale(type="log") if log_y else alt.Scale(zero=True),
-    )
+    y = alt.Y("latency_ms:Q", title=y_title, scale=y_scale, axis=y_axis)
     names = ["p50", "p99"]
     colour = alt.Color(
         "percentile:N",
@@ -115,9 +126,9 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     )
     tooltip = [
         alt.Tooltip("percentile:N"),
-        alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.4~g"),
-        alt.Tooltip("achieved_rate_per_s:Q", title="achieved (queries/s)", format=",.4~g"),
-        alt.Tooltip("target_rate_per_s:Q", title="offered (queries/s)", format=",.4~g"),
+        alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.4~r"),
+        alt.Tooltip("achieved_rate_per_s:Q", title="achieved (queries/s)", format=",.4~r"),
+        alt.Tooltip("target_rate_per_s:Q", title="offered (queries/s)", format=",.4~r"),
         alt.Tooltip("load_fraction:Q", title="of offline", format=".0%"),
         alt.Tooltip("status:N", title="level"),
         alt.Tooltip("reasons:N", title="why"),
@@ -149,7 +160,9 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
             .mark_rule(color=RULE_COLOUR, strokeDash=[6, 3])
             .encode(y=y, tooltip=[alt.Tooltip("label:N", title="SLA")]),
             alt.Chart(_data(sla))
-            .mark_text(align="left", baseline="bottom", dx=4, dy=-2, fontSize=9, color=RULE_COLOUR)
+            .mark_text(
+                align="left", baseline="bottom", dx=4, dy=-2, fontSize=LABEL_PX, color=RULE_COLOUR
+            )
             .encode(x=alt.value(0), y=y, text="label:N"),
         ]
     if offline is not None:
@@ -176,16 +189,16 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
                 y=y,
                 tooltip=[
                     alt.Tooltip("label:N", title="knee"),
-                    alt.Tooltip("latency_ms:Q", title="p99 (ms)", format=",.4~g"),
+                    alt.Tooltip("latency_ms:Q", title="p99 (ms)", format=",.4~r"),
                     alt.Tooltip("rule:N"),
                 ],
             ),
             alt.Chart(_data(mark))
-            .mark_text(align="right", baseline="middle", dx=-10, fontSize=10, color="#8A5C00")
+            .mark_text(align="right", baseline="middle", dx=-10, fontSize=LABEL_PX, color="#8A5C00")
             .encode(x=x, y=y, text="label:N"),
         ]
     return alt.layer(*layers).properties(
-        width=WIDTH,
+        width=SWEEP_WIDTH,
         height=SWEEP_PANEL_HEIGHT,
         title=_title(str(p["workload"]), p.get("notes") or []),
     )
@@ -229,8 +242,8 @@ def _sensor_panel(points: list[dict], unit: str, title: str, x_scale: alt.Scale)
             color=alt.Color("series:N", title="sensor", sort=_unique(p["series"] for p in points)),
             tooltip=[
                 alt.Tooltip("series:N", title="sensor"),
-                alt.Tooltip("time_s:Q", title="time (s)", format=",.4~g"),
-                alt.Tooltip("value:Q", title=unit, format=",.4~g"),
+                alt.Tooltip("time_s:Q", title="time (s)", format=",.4~r"),
+                alt.Tooltip("value:Q", title=unit, format=",.4~r"),
             ],
         )
         .properties(width=WIDTH, height=SENSOR_PANEL_HEIGHT, title=title)
@@ -271,9 +284,9 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     y = alt.Y("calls_per_s:Q", title="Throughput (calls/s)", scale=alt.Scale(zero=False))
     tooltip = [
         alt.Tooltip("index:Q", title="sub-window"),
-        alt.Tooltip("start_s:Q", title="from (s)", format=",.4~g"),
-        alt.Tooltip("end_s:Q", title="to (s)", format=",.4~g"),
-        alt.Tooltip("calls_per_s:Q", title="calls/s", format=",.4~g"),
+        alt.Tooltip("start_s:Q", title="from (s)", format=",.4~r"),
+        alt.Tooltip("end_s:Q", title="to (s)", format=",.4~r"),
+        alt.Tooltip("calls_per_s:Q", title="calls/s", format=",.4~r"),
         alt.Tooltip("status:N", title="sub-window"),
     ]
     layers = [
@@ -390,10 +403,10 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
     tooltip = [
         alt.Tooltip("run:N"),
         alt.Tooltip("layer_type:N", title="layer type"),
-        alt.Tooltip("gflops_per_joule:Q", title="GFLOP/J", format=",.4~g"),
-        alt.Tooltip("avg_watts:Q", title="average W", format=",.4~g"),
-        alt.Tooltip("joules:Q", title="J", format=",.4~g"),
-        alt.Tooltip("window_s:Q", title="window (s)", format=",.4~g"),
+        alt.Tooltip("gflops_per_joule:Q", title="GFLOP/J", format=",.4~r"),
+        alt.Tooltip("avg_watts:Q", title="average W", format=",.4~r"),
+        alt.Tooltip("joules:Q", title="J", format=",.4~r"),
+        alt.Tooltip("window_s:Q", title="window (s)", format=",.4~r"),
         alt.Tooltip("confidence:N"),
     ]
     height = _grouped_height(len(layers), len(runs))
@@ -449,6 +462,12 @@ def quality_drift(
                 "rel_error": float(rel),
                 "max_abs_error": float(r["max_abs_error"]) if _finite(r.get("max_abs_error"))
                 else None,
+                # Tooltip text, written out: d3's ".3e" printed "4.600e-6"
+                "rel_error_text": _fmt(float(rel), 3),
+                "max_abs_text": _fmt(float(r["max_abs_error"]), 3)
+                if _finite(r.get("max_abs_error")) else MISSING,
+                "kl_text": f"{_fmt(float(kl), 3)} nats" if _finite(kl) else MISSING,
+                "tolerance_text": _fmt(tol) if tol is not None else "none",
                 "top1_agreement": float(top1) if _finite(top1) else None,
                 "kl_divergence": float(kl) if _finite(kl) else None,
                 "tolerance": tol,
@@ -480,21 +499,28 @@ def quality_drift(
     if untolerated:
         notes.append(f"no rubric tolerance for {', '.join(untolerated)}")
     rules = [
-        {"dtype": d, "rel_error": float(tolerances[d]), "label": f"{d} tolerance {tolerances[d]:g}"}
+        {"dtype": d, "rel_error": float(tol), "label": f"{d} tolerance {_fmt(float(tol))}"}
         for d in dtypes
-        if _positive(tolerances.get(d))
+        if _positive(tol := tolerances.get(d))
     ]
     ends = [p["rel_error"] for p in points] + [r["rel_error"] for r in rules]
     lo = 10.0 ** math.floor(math.log10(min(ends) / 1.5))
     hi = 10.0 ** math.ceil(math.log10(max(ends) * 1.5))
+    width = _plot_width(order)
     x = alt.X(
         "rel_error:Q",
         title="Relative error against float64 (log scale)",
-        scale=alt.Scale(type="log", domain=[lo, hi]),
+        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+        axis=log_axis(lo, hi, width),
     )
     y = alt.Y("workload:N", title=None, sort=order, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    # the legends below the plot: beside it they took 120 px of a print width the ids need
+    below = alt.Legend(orient="bottom", direction="horizontal")
     colour = alt.Color(
-        "dtype:N", title="dtype", scale=alt.Scale(domain=dtypes, scheme=CATEGORY_SCHEME)
+        "dtype:N",
+        title="dtype",
+        scale=alt.Scale(domain=dtypes, scheme=CATEGORY_SCHEME),
+        legend=below,
     )
     states = ["within tolerance", "over tolerance", "no tolerance"]
     dots = (
@@ -508,6 +534,7 @@ def quality_drift(
                 "within:N",
                 title="rubric",
                 scale=alt.Scale(domain=states, range=["circle", "cross", "square"]),
+                legend=below,
             ),
             size=alt.Size(
                 "within:N", legend=None, scale=alt.Scale(domain=states, range=[45, 150, 45])
@@ -515,12 +542,12 @@ def quality_drift(
             tooltip=[
                 alt.Tooltip("workload:N"),
                 alt.Tooltip("dtype:N"),
-                alt.Tooltip("rel_error:Q", title="relative error", format=".3e"),
-                alt.Tooltip("tolerance:Q", format="g"),
+                alt.Tooltip("rel_error_text:N", title="relative error"),
+                alt.Tooltip("tolerance_text:N", title="tolerance"),
                 alt.Tooltip("within:N", title="rubric"),
-                alt.Tooltip("max_abs_error:Q", title="max abs error", format=".3e"),
+                alt.Tooltip("max_abs_text:N", title="max abs error"),
                 alt.Tooltip("top1_agreement:Q", title="top-1 agreement", format=".2%"),
-                alt.Tooltip("kl_divergence:Q", title="KL (nats)", format=".3e"),
+                alt.Tooltip("kl_text:N", title="KL divergence"),
                 alt.Tooltip("source:N", title="file"),
             ],
         )
@@ -532,12 +559,13 @@ def quality_drift(
     )
     labels = (
         alt.Chart(_data(rules))
-        .mark_text(align="left", baseline="top", dx=3, fontSize=9, angle=0)
+        .mark_text(align="left", baseline="top", dx=3, fontSize=LABEL_PX, angle=0)
         .encode(x=x, y=alt.value(2), text="label:N", color=colour)
     )
+    pitch = max(LABEL_PX + 4, min(BAR_PX + 4, (MAX_CHART_HEIGHT_PX - 200) // len(order)))
     chart = alt.layer(*([rule_layer, labels] if rules else []), dots).properties(
-        width=WIDTH,
-        height=max(NO_DATA_HEIGHT, len(order) * (BAR_PX + 4)),
+        width=width,
+        height=max(NO_DATA_HEIGHT, len(order) * pitch),
         title=_title(title, notes),
     )
     return _finish(chart)

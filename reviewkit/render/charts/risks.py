@@ -7,7 +7,7 @@ import math
 
 from reviewkit.render.charts.base import (
     HEIGHT,
-    WIDTH,
+    LABEL_PX,
     _data,
     _finish,
     _memo,
@@ -20,6 +20,9 @@ RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "un
 RISK_CELL_FILL = {0: "#F7F7F7", 1: "#EFEFEF", 2: "#E3E3E3", 3: "#D4D4D4"}  # by severity band
 OWNER_COLOURS = {"owner named": "#0072B2", "no owner": "#D55E00"}  # Okabe-Ito blue/vermillion
 OWNER_SHAPES = {"owner named": "circle", "no owner": "triangle-up"}
+RISK_WIDTH = 560  # with the axis (~80 px) and the legend below: ~660 px, within the print width
+
+
 RISK_LABEL_LIMIT_PX = 108  # cell width (560 / 4) less the point and its margin: labels stay in
 
 
@@ -107,11 +110,13 @@ def risk_map(risks: list[dict]) -> dict:
                 "owner_status:N",
                 title="owner",
                 scale=alt.Scale(domain=statuses, range=list(OWNER_COLOURS.values())),
+                legend=alt.Legend(orient="bottom", direction="horizontal"),
             ),
             shape=alt.Shape(
                 "owner_status:N",
                 title="owner",
                 scale=alt.Scale(domain=statuses, range=list(OWNER_SHAPES.values())),
+                legend=alt.Legend(orient="bottom", direction="horizontal"),
             ),
             tooltip=[
                 alt.Tooltip("description:N", title="risk"),
@@ -123,10 +128,12 @@ def risk_map(risks: list[dict]) -> dict:
     )
     labels = (
         alt.Chart(_data(points))
-        .mark_text(align="left", baseline="middle", dx=7, fontSize=10, limit=RISK_LABEL_LIMIT_PX)
+        .mark_text(
+            align="left", baseline="middle", dx=7, fontSize=LABEL_PX, limit=RISK_LABEL_LIMIT_PX
+        )
         .encode(x=x, y=y, text="description:N")
     )
     chart = alt.layer(background, marks, labels).properties(
-        width=WIDTH, height=HEIGHT + 80, title=_title(title)
+        width=RISK_WIDTH, height=HEIGHT + 80, title=_title(title)
     )
     return _finish(chart)

@@ -1,19 +1,20 @@
-"""Charts of one or more runs: roofline, MFU and memory stall by layer, time split, latency."""
+"""Charts of one or more runs: MFU and memory stall by layer, time split, latency (the roofline
+is in roofline.py)."""
 
 from __future__ import annotations
 
 import math
 
+from reviewkit.render.charts.axes import log_axis, log_domain
 from reviewkit.render.charts.base import (
     BAR_PX,
     CATEGORY_SCHEME,
-    CEILING_COLOUR,
     COMMUNICATION_COMPONENT,
     COMPONENTS,
-    GIGA,
     GROUP_GAP_PX,
-    HEIGHT,
     LABEL_LIMIT,
+    MAX_CHART_HEIGHT_PX,
+    MAX_CHART_WIDTH_PX,
     MAX_SAMPLES,
     MAX_WORKLOADS,
     MEASURED_COMPONENTS,
@@ -26,8 +27,10 @@ from reviewkit.render.charts.base import (
     _data,
     _finish,
     _finite,
+    _label_px,
     _memo,
     _no_data,
+    _plot_width,
     _plural,
     _positive,
     _title,
@@ -35,187 +38,23 @@ from reviewkit.render.charts.base import (
     alt,
 )
 
-
-def _ai_range(xs: list[float]) -> tuple[float, float]:
-    """Whole decades around the points and ridge points, a factor of 2 clear of both ends."""
-    lo = 10.0 ** math.floor(math.log10(min(xs) / 2))
-    hi = 10.0 ** math.ceil(math.log10(max(xs) * 2))
-    return lo, hi
+MIN_BAR_PX = 5  # still a bar, and its colour still reads
 
 
-@_memo
-def roofline(runs: list[dict]) -> dict:
-    """Log-log roofline: one point per workload, one ceiling line per run and dtype (main
-    memory's slope, then the dtype's peak), and one slope per cache level of the device
-    profile (a run's `memory_levels`: level and bytes/s, main memory left out). A point's
-    roofline is its own level's: `memory_level` names it."""
-    title = "Roofline: achieved throughput against arithmetic intensity"
-    points: list[dict] = []
-    ceilings: list[tuple[str, str, float, float | None]] = []  # run, dtype, P, W
-    level_lines: dict[str, tuple[float, float]] = {}  # "l2 · 190 GB/s" -> (W, highest P)
-    skipped = 0
-    for run in runs:
-        label = str(run["label"])
-        peaks = run.get("peak_flops_per_s") or {}
-        bandwidth = run.get("peak_bytes_per_s")
-        bandwidth = float(bandwidth) if _positive(bandwidth) else None
-        level_w = {
-            str(lv.get("level")): float(lv["peak_bytes_per_s"])
-            for lv in run.get("memory_levels") or []
-            if _positive(lv.get("peak_bytes_per_s"))
-        }
-        top = max((float(p) for p in peaks.values() if _positive(p)), default=None)
-        if top is not None:
-            # Runs on one device share their levels: one line each, named by level and value.
-            for level, w_level in level_w.items():
-                gbs = w_level / GIGA
-                shown = f"{gbs:,.0f}" if gbs >= 1000 else f"{gbs:.3g}"
-                level_lines.setdefault(f"{level} · {shown} GB/s", (w_level, top))
-        workloads = sorted(
-            run.get("workloads") or [],
-            key=lambda w: (str(w.get("layer_type")), str(w.get("id")), str(w.get("dtype"))),
-        )
-        for w in workloads:
-            ai, rate = w.get("arithmetic_intensity"), w.get("achieved_flops_per_s")
-            if not (_positive(ai) and _positive(rate)):
-                skipped += 1  # log axes cannot place zero, missing or infinite values
-                continue
-            ai, rate = float(ai), float(rate)
-            dtype = str(w.get("dtype"))
-            peak = peaks.get(dtype)
-            peak = float(peak) if _positive(peak) else None
-            attainable = None
-            w_point = level_w.get(str(w.get("memory_level")), bandwidth)
-            if peak is not None:
-                attainable = min(peak, w_point * ai) if w_point else peak
-            points.append(
-                {
-                    "run": label,
-                    "id": str(w.get("id")),
-                    "layer_type": str(w.get("layer_type")),
-                    "dtype": dtype,
-                    "arithmetic_intensity": ai,
-                    "gflops_per_s": rate / GIGA,
-                    "peak_gflops_per_s": peak / GIGA if peak else None,
-                    "attainable_gflops_per_s": attainable / GIGA if attainable else None,
-                    "memory_level": str(w.get("memory_level") or "main memory"),
-                    "mfu": rate / peak if peak else None,
-                    "fraction_of_attainable": rate / attainable if attainable else None,
-                }
-            )
-        # Ceilings only for the dtypes the run measured: a peak table lists more than is used.
-        dtypes = sorted({str(w.get("dtype")) for w in workloads}) or sorted(map(str, peaks))
-        for dtype in dtypes:
-            peak = peaks.get(dtype)
-            if _positive(peak):
-                ceilings.append((label, dtype, float(peak), bandwidth))
+# A grouped bar chart's title, subtitle lines, x axis and padding around its plot.
+BARS_CHROME_PX = 120
 
-    notes = []
-    if skipped:
-        notes.append(
-            f"{_plural(skipped, 'workload')} with zero, missing or infinite FLOP rate or "
-            "intensity not shown (log axes)"
-        )
-    if not points and not ceilings:
-        return _no_data(title, notes)
 
-    ridges = [p / w for _, _, p, w in ceilings if w] + [p / w for w, p in level_lines.values()]
-    xs = [p["arithmetic_intensity"] for p in points] + ridges or [1.0]
-    lo, hi = _ai_range(xs)
-    lines = []
-    for label, dtype, peak, bandwidth in ceilings:
-        name = f"{label} {dtype} ceiling"
-        # min(P, W·AI) is two straight segments on log-log axes: its ends and the ridge suffice.
-        ais = [lo, peak / bandwidth, hi] if bandwidth else [lo, hi]
-        for ai in ais:
-            y = min(peak, bandwidth * ai) if bandwidth else peak
-            lines.append(
-                {
-                    "ceiling": name,
-                    "arithmetic_intensity": ai,
-                    "gflops_per_s": y / GIGA,
-                    "peak_gflops_per_s": peak / GIGA,
-                    "peak_gbytes_per_s": bandwidth / GIGA if bandwidth else None,
-                }
-            )
-    for name, (w_level, top) in level_lines.items():
-        # A cache level's slope up to where it meets the highest compute peak.
-        for ai in (lo, top / w_level):
-            lines.append(
-                {
-                    "ceiling": name,
-                    "arithmetic_intensity": ai,
-                    "gflops_per_s": w_level * ai / GIGA,
-                    "peak_gflops_per_s": None,
-                    "peak_gbytes_per_s": w_level / GIGA,
-                }
-            )
-
-    x = alt.X(
-        "arithmetic_intensity:Q",
-        title="Arithmetic intensity (FLOP/byte, log scale)",
-        scale=alt.Scale(type="log", domain=[lo, hi]),
-    )
-    y = alt.Y(
-        "gflops_per_s:Q", title="Throughput (GFLOP/s, log scale)", scale=alt.Scale(type="log")
-    )
-    ceiling_names = _unique(line["ceiling"] for line in lines)
-    ceiling_layer = (
-        alt.Chart(_data(lines))
-        .mark_line(color=CEILING_COLOUR, strokeWidth=1.5)
-        .encode(
-            x=x,
-            y=y,
-            strokeDash=alt.StrokeDash(
-                "ceiling:N", title="ceiling", scale=alt.Scale(domain=ceiling_names)
-            ),
-            detail="ceiling:N",
-            tooltip=[
-                alt.Tooltip("ceiling:N"),
-                alt.Tooltip("peak_gflops_per_s:Q", title="peak (GFLOP/s)", format=",.4~g"),
-                alt.Tooltip("peak_gbytes_per_s:Q", title="bandwidth (GB/s)", format=",.4~g"),
-            ],
-        )
-    )
-    run_labels = _unique(str(r["label"]) for r in runs)
-    layer_types = sorted({p["layer_type"] for p in points})
-    point_layer = (
-        alt.Chart(_data(points))
-        .mark_point(filled=True, size=60, opacity=0.85)
-        .encode(
-            x=x,
-            y=y,
-            color=alt.Color(
-                "layer_type:N",
-                title="layer type",
-                scale=alt.Scale(domain=layer_types, scheme=CATEGORY_SCHEME),
-            ),
-            shape=alt.Shape("run:N", title="run", scale=alt.Scale(domain=run_labels)),
-            tooltip=[
-                alt.Tooltip("id:N", title="workload"),
-                alt.Tooltip("run:N"),
-                alt.Tooltip("layer_type:N", title="layer type"),
-                alt.Tooltip("dtype:N"),
-                alt.Tooltip("memory_level:N", title="working set in"),
-                alt.Tooltip("arithmetic_intensity:Q", title="FLOP/byte", format=",.3~g"),
-                alt.Tooltip("gflops_per_s:Q", title="achieved (GFLOP/s)", format=",.4~g"),
-                alt.Tooltip("peak_gflops_per_s:Q", title="peak (GFLOP/s)", format=",.4~g"),
-                alt.Tooltip(
-                    "attainable_gflops_per_s:Q", title="roofline (GFLOP/s)", format=",.4~g"
-                ),
-                alt.Tooltip("mfu:Q", title="MFU (of peak)", format=".1%"),
-                alt.Tooltip("fraction_of_attainable:Q", title="of roofline", format=".1%"),
-            ],
-        )
-    )
-    chart = alt.layer(ceiling_layer, point_layer).properties(
-        width=WIDTH, height=HEIGHT, title=_title(title, notes)
-    )
-    return _finish(chart)
+def _bar_px(groups: int, per_group: int, chrome: int = BARS_CHROME_PX) -> int:
+    """BAR_PX a bar, thinner where groups x bars of it would pass MAX_CHART_HEIGHT_PX (eleven
+    layer types of six runs and dtypes: (900 - 120 - 11 x 10) / 66 = 10 px)."""
+    room = MAX_CHART_HEIGHT_PX - chrome - groups * GROUP_GAP_PX
+    return max(MIN_BAR_PX, min(BAR_PX, room // max(1, groups * per_group)))
 
 
 def _grouped_height(groups: int, per_group: int) -> int:
-    return max(NO_DATA_HEIGHT, groups * (per_group * BAR_PX + GROUP_GAP_PX))
+    bar = _bar_px(groups, per_group)
+    return max(NO_DATA_HEIGHT, groups * (per_group * bar + GROUP_GAP_PX))
 
 
 def _bars_by_layer(
@@ -358,9 +197,19 @@ def time_decomposition(rows: list[dict]) -> dict:
     drawn = {d["order"] for d in data}
     components = [c for i, c in enumerate(ALL_COMPONENTS) if i in drawn]
     names = [name for _, name, _ in components]
+    # A panel per layer type, a bar per run, each bar labelled with its run. One column of
+    # panels where it fits the page's height; else two, side by side (eleven layer types of
+    # six runs were 1,400 px tall, its 10 px labels 4.6 pt in print).
+    pitch = DECOMPOSITION_BAR_PX + 2
+    one_column = len(layers) * (len(runs) * pitch + FACET_GAP_PX) + DECOMPOSITION_CHROME_PX
+    columns = 1 if one_column <= MAX_CHART_HEIGHT_PX else 2
+    labels = _label_px(runs) + 12  # the run labels and their ticks
+    width = (MAX_CHART_WIDTH_PX - 30 - columns * labels - (columns - 1) * 16) // columns
+    if columns == 1:
+        width -= 110  # the layer-type header beside each panel
     chart = (
         alt.Chart(_data(data))
-        .mark_bar()
+        .mark_bar(size=DECOMPOSITION_BAR_PX)
         .encode(
             x=alt.X(
                 "share:Q",
@@ -375,7 +224,7 @@ def time_decomposition(rows: list[dict]) -> dict:
                 scale=alt.Scale(domain=names, range=[c for _, _, c in components]),
                 sort=names,
                 # below the plot: "overhead + inefficiency (not measured apart)" needs the room
-                legend=alt.Legend(orient="bottom", columns=3, labelLimit=LABEL_LIMIT),
+                legend=alt.Legend(orient="bottom", columns=2, labelLimit=LABEL_LIMIT),
             ),
             order=alt.Order("order:Q"),
             tooltip=[
@@ -385,19 +234,38 @@ def time_decomposition(rows: list[dict]) -> dict:
                 alt.Tooltip("share:Q", title="share", format=".1%"),
             ],
         )
-        .properties(width=WIDTH - 120, height=len(runs) * (BAR_PX + 4))
-        .facet(
+        .properties(width=width, height=alt.Step(pitch))
+    )
+    if columns == 1:
+        chart = chart.facet(
             row=alt.Row(
                 "layer_type:N",
                 title="Layer type",
                 sort=layers,
                 header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=110),
             ),
-            spacing=6,
+            spacing=FACET_GAP_PX,
         )
-        .properties(title=_title(title, notes))
-    )
-    return _finish(chart)
+    else:
+        chart = chart.facet(
+            facet=alt.Facet(
+                "layer_type:N", title=None, sort=layers, header=alt.Header(labelLimit=width)
+            ),
+            columns=2,
+            spacing={"row": FACET_GAP_PX, "column": 16},
+        )
+    return _finish(chart.properties(title=_title(title, notes)))
+
+
+DECOMPOSITION_BAR_PX = 11  # a bar beside its 10 px run label
+
+
+FACET_GAP_PX = 8  # between two layer types' panels (each with its header in two columns: +16)
+
+
+# The title, two subtitle lines, the x axis and the component legend below (two columns of
+# up to three rows).
+DECOMPOSITION_CHROME_PX = 170
 
 
 def _thin(samples: list[float], limit: int = MAX_SAMPLES) -> list[float]:
@@ -463,7 +331,14 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     if not samples and not ticks:
         return _no_data(title, notes)
 
-    x = alt.X("latency_ms:Q", title="Latency (ms, log scale)", scale=alt.Scale(type="log"))
+    width = _plot_width(workloads)
+    lo, hi = log_domain([r["latency_ms"] for r in samples + ticks], LATENCY_PAD)
+    x = alt.X(
+        "latency_ms:Q",
+        title="Latency (ms, log scale)",
+        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+        axis=log_axis(lo, hi, width),
+    )
     # No axis title: the ids name themselves, and a title would crowd the long labels.
     y = alt.Y("workload:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     y_offset = alt.YOffset("run:N", sort=runs)
@@ -478,14 +353,16 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
                 "run:N",
                 title="run",
                 scale=alt.Scale(domain=runs, scheme=CATEGORY_SCHEME),
-                legend=alt.Legend(symbolOpacity=1),  # the faint sample dots make a pale key
+                # the faint sample dots make a pale key; below the plot, as the percentiles
+                # (beside it they took 100 px of a print width the long ids need)
+                legend=alt.Legend(symbolOpacity=1, orient="bottom", direction="horizontal"),
             ),
         )
     )
     names = list(PERCENTILE_COLOURS)
     tick_layer = (
         alt.Chart(_data(ticks))
-        .mark_tick(thickness=2, size=BAR_PX)
+        .mark_tick(thickness=2, size=_bar_px(len(workloads), len(runs)))
         .encode(
             x=x,
             y=y,
@@ -494,12 +371,13 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
                 "percentile:N",
                 title="percentile",
                 scale=alt.Scale(domain=names, range=list(PERCENTILE_COLOURS.values())),
+                legend=alt.Legend(orient="bottom", direction="horizontal"),
             ),
             tooltip=[
                 alt.Tooltip("workload:N"),
                 alt.Tooltip("run:N"),
                 alt.Tooltip("percentile:N"),
-                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.4~g"),
+                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.4~r"),
             ],
         )
     )
@@ -507,9 +385,12 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
         alt.layer(strip, tick_layer)
         .resolve_scale(color="independent")
         .properties(
-            width=WIDTH,
+            width=width,
             height=_grouped_height(len(workloads), len(runs)),
             title=_title(title, notes),
         )
     )
     return _finish(chart)
+
+
+LATENCY_PAD = 1.3  # the x axis runs a little past the fastest and slowest sample

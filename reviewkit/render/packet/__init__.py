@@ -7,6 +7,8 @@ from reviewkit.render.packet.markdown import markdown_html
 from reviewkit.render.packet.model import build_model
 from reviewkit.render.packet.write import (
     PacketResult,
+    PdfNotProduced,
+    Rendered,
     render_into,
     write_packet,
     write_shared_assets,
@@ -18,6 +20,8 @@ __all__ = [
     "TEMPLATES",
     "PacketError",
     "PacketResult",
+    "PdfNotProduced",
+    "Rendered",
     "build_model",
     "markdown_html",
     "render_html",

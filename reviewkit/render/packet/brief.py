@@ -10,9 +10,10 @@ from reviewkit.review.gate import Report
 
 RISK_RANK = {"high": 0, "medium": 1, "low": 2, "": 3}
 TOP_RISKS = 3  # the brief names the worst few; the risk map shows them all
-# The chart that carries a claim: per layer type, the candidate's time against the baseline's
-# with its interval (forest), else the roofline when nothing was compared.
-CLAIM_CHARTS = ("forest_layers", "roofline")
+# The chart that carries a claim: the primary metric on the claim's own slice (its dtype and
+# layer type), else per layer type the candidate's time against the baseline's with its
+# interval (forest), else the roofline when nothing was compared.
+CLAIM_CHARTS = ("forest_claim", "forest_layers", "roofline")
 
 
 def _why_not_blocking(finding) -> str:
@@ -51,6 +52,19 @@ def devices_note(report: Report) -> str:
         f"{named}. Each ratio compares the devices as well as the mapping, and each run's MFU "
         "and memory-stall fraction are against its own device's ceilings."
     )
+
+
+def _chart_caption(report: Report, chart: str | None) -> str:
+    """What the brief's chart shows, in words: which slice, which quantile."""
+    p = report.primary
+    if chart == "forest_claim" and p is not None:
+        return (f"The chart that carries the claim: {p.label} (first) and the other {p.dtype} "
+                "workloads of its layer type, candidate over baseline with 95% intervals (below "
+                "1 is faster). Other dtypes are in their own sections.")  # fmt: skip
+    if chart == "forest_layers":
+        return ("The chart that carries the claim: each layer type's time, candidate over "
+                "baseline, with its 95% interval (below 1 is faster).")  # fmt: skip
+    return "The chart that carries the claim."
 
 
 def build_brief(report: Report, model: dict) -> dict:
@@ -137,6 +151,7 @@ def build_brief(report: Report, model: dict) -> dict:
         "more_risks": max(0, len(risks) - TOP_RISKS),
         "rollback": {k: r.rollback.get(k, "") for k in ("boundary", "trigger")},
         "chart": chart,
+        "chart_caption": _chart_caption(report, chart),
         "passing": PASS,
         "failing": FAIL,
     }

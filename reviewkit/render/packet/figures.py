@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from reviewkit.analysis.distributed import over_others
 from reviewkit.analysis.sla import calls_per_s
+from reviewkit.render.packet.brief import device_label
 from reviewkit.render.packet.energy import energy_charts
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
 from reviewkit.render.packet.quality import quality_charts
 from reviewkit.render.packet.shapes import shape_charts
 from reviewkit.render.packet.soak import soak_charts
 from reviewkit.render.packet.sweep import sweep_charts
-from reviewkit.review.checks import PASS
 from reviewkit.review.gate import Report
 
 
@@ -82,6 +82,7 @@ def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
         roofline_runs.append(
             {
                 "label": label,
+                "device": device_label(doc),  # the roofline names its device
                 "peak_flops_per_s": {
                     d: c["peak"]
                     for d, c in (ceilings.get("compute") or {}).items()
@@ -198,7 +199,43 @@ def _comparison_charts(report: Report, charts) -> dict:
     return {
         "forest_layers": charts.forest(forest_layers, item="layer type", **band),
         **_split_forest(forest_workloads, band, charts),
+        **_claim_forest(report, band, charts),
     }
+
+
+# ratio and interval of a WorkloadComparison at each quantile the primary metric may name
+QUANTILE_FIELDS = {"p50": ("median_ratio", "median_ratio_ci"), "p95": ("p95_ratio", "p95_ratio_ci"),
+                   "p99": ("p99_ratio", "p99_ratio_ci")}  # fmt: skip
+QUANTILE_TITLES = {"p50": "Median", "p95": "p95", "p99": "p99"}
+
+
+def _claim_forest(report: Report, band: dict, charts) -> dict:
+    """The chart that carries the claim: the primary metric's quantile on the claim's slice
+    only (its dtype and layer type, the primary workload first), never other dtypes pooled in.
+    None when the primary metric is a layer type (forest_layers carries it then)."""
+    p = report.primary
+    if p is None or p.kind != "workload" or not report.comparisons:
+        return {}
+    comp = report.comparisons[0]
+    primary = next((w for w in comp.workloads if w.key == p.key), None)
+    if primary is None:
+        return {}
+    ratio_field, ci_field = QUANTILE_FIELDS[p.quantile]
+
+    def verdict_of(w) -> str:  # as the comparison judged that quantile (p95 has no verdict)
+        return {"p50": w.verdict, "p99": w.p99_verdict or ""}.get(p.quantile, "")
+
+    same = [w for w in comp.workloads
+            if w.layer_type == primary.layer_type and getattr(w, ratio_field) is not None
+            and w.candidate_id.rsplit(".", 1)[-1] == p.dtype]  # fmt: skip
+    same.sort(key=lambda w: (w.key != p.key, w.key))
+    rows = [{"workload": w.key + (" (primary)" if w.key == p.key else ""),
+             "ratio": getattr(w, ratio_field), "low": getattr(w, ci_field)[0],
+             "high": getattr(w, ci_field)[1], "verdict": verdict_of(w)}
+            for w in same]  # fmt: skip
+    item = f"{p.dtype} {primary.layer_type} workload"
+    return {"forest_claim": charts.forest(rows, item=item, quantile=QUANTILE_TITLES[p.quantile],
+                                          **band)}  # fmt: skip
 
 
 # Rows of one per-workload forest: a chart of 96 (a CPU-to-H200 review, every workload
@@ -247,34 +284,49 @@ def _platform_charts(report: Report, charts) -> dict:
 BASELINE_RISK = 0.0
 
 
+def _claim_workload(report: Report, doc: dict, side: str, i: int) -> dict | None:
+    """The run's workload the claim rests on: the primary metric's, by its id on this side (the
+    candidate's id in candidate i's comparison), else the run's first end-to-end model."""
+    timed = [w for w in doc["workloads"] if w.get("stats")]
+    p = report.primary
+    if p is not None and p.kind == "workload":
+        if side == "baseline":
+            wanted = p.baseline_id
+        else:
+            comp = report.comparisons[i]
+            wanted = next((w.candidate_id for w in comp.workloads if w.key == p.key), "")
+        found = next((w for w in timed if w["id"] == wanted), None)
+        if found is not None:
+            return found
+    return next((w for w in timed if w["layer_type"] == "model"), None)
+
+
 def trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
-    """Throughput and p99 of the end-to-end model per candidate (and the baseline, across
-    devices); energy only if measured; engineering risk from the rubric's findings (share of
-    non-passing blocking and major items)."""
+    """Throughput and p99 of the claim's workload (the primary metric's, in the claim's dtype)
+    per candidate (and the baseline, across devices), each labelled with its dtype; energy only
+    if measured; engineering risk as the review stage weighed the findings (the rubric's [risk]
+    severity_weights)."""
     from reviewkit.analysis.platforms import device_name, short_device
 
     rows = []
-    weights = {"blocking": 1.0, "major": 0.5, "minor": 0.0}
-    total = sum(weights[f.item.severity] for f in report.findings) or 1.0
-    risk = sum(weights[f.item.severity] for f in report.findings if f.status != PASS) / total
-    entries = [(run_label(i, len(report.comparisons)), doc, risk)
+    risk = report.engineering_risk
+    entries = [(run_label(i, len(report.comparisons)), doc, risk, "candidate", i)
                for i, (_, doc) in enumerate(report.review_candidates)]  # fmt: skip
     if with_baseline:
-        entries = [("baseline", report.baseline, BASELINE_RISK), *entries]
-        entries = [(f"{label} · {short_device(device_name(doc))}", doc, r)
-                   for label, doc, r in entries]  # fmt: skip
-    for label, doc, run_risk in entries:
-        model = next(
-            (w for w in doc["workloads"] if w["layer_type"] == "model" and w.get("stats")), None
-        )
+        entries = [("baseline", report.baseline, BASELINE_RISK, "baseline", 0), *entries]
+        entries = [(f"{label} · {short_device(device_name(doc))}", doc, r, side, i)
+                   for label, doc, r, side, i in entries]  # fmt: skip
+    for label, doc, run_risk, side, i in entries:
+        model = _claim_workload(report, doc, side, i)
         energy = (model or {}).get("energy") or {}
         rows.append(
             {
-                "candidate": label,
+                "candidate": f"{label} · {model['dtype']}" if model else label,
+                "workload": model["id"] if model else None,
                 "throughput_per_s": calls_per_s(model["stats"]) if model else None,
                 "latency_p99_s": model["stats"]["p99_s"] if model else None,
                 # joules over the metered window / calls in it; None (drawn "not available")
-                # where the run metered no energy for the model
+                # where the run metered no energy for the workload
                 "energy_j_per_call": energy["joules"] / energy["calls"]
                 if energy.get("available") and energy.get("calls")
                 else None,

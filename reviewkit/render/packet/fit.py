@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from reviewkit.evidence.trace import fit as fitmatrix
-from reviewkit.render.packet.cited import loaded_evidence
 from reviewkit.render.packet.labels import number_or_none, run_label
 from reviewkit.review.checks import FAIL, PASS
 from reviewkit.review.gate import Report
@@ -35,8 +34,6 @@ NO_FIT_ITEM = (
 NO_USABLE_TRACE = f"No cited file is a usable trace summary (see above): {TRACE_HOWTO}."
 
 
-FIT_MALFORMED = fitmatrix.MALFORMED
-
 
 MAX_UNMAPPED_NAMES = 5  # the unmapped row names its largest operators; the summary lists more
 
@@ -48,12 +45,12 @@ MAX_QUALITY_EXAMPLES = 3  # trace.MAX_EXAMPLES: a summary keeps no more per rule
 
 
 def _fit_params(report: Report) -> tuple[float | None, float | None, list[str]]:
-    """(min_coverage, shape_range_factor, notes) of the rubric's production-shape item: the
-    thresholds live only there (the rubric loader makes sure the item has both)."""
-    item = next((i for i in report.rubric.items if i.check == FIT_CHECK), None)
-    if item is None:
+    """(min_coverage, shape_range_factor, notes): the rubric's production-shape thresholds as
+    the review stage read them."""
+    limits = report.cited.fit_limits
+    if limits.shape_range_factor is None:
         return None, None, [NO_FIT_ITEM]
-    return float(item.params["min_coverage"]), float(item.params["shape_range_factor"]), []
+    return limits.min_coverage, limits.shape_range_factor, []
 
 
 def _trace_provenance(source: str, t: dict) -> dict:
@@ -98,23 +95,11 @@ def _trace_provenance(source: str, t: dict) -> dict:
 
 
 def _usable_traces(report: Report, factor: float) -> tuple[list[dict], list[dict], list[str]]:
-    """(traces the fit can use, their provenance, notes on every file or trace left out)."""
-    from reviewkit.evidence import files as evidence
-
-    docs, notes = loaded_evidence(report, evidence.TRACE, "production_traces")
-    usable, left_out = fitmatrix.usable_traces(docs, factor)
-    for out in left_out:
-        if out.why == fitmatrix.NO_TRACES:
-            notes.append(f"{out.source}: not used: no traces in the summary")
-        elif out.why == fitmatrix.DAMAGED:
-            notes.append(
-                f"{out.source}: {out.name}: not a usable trace ({type(out.error).__name__})"
-            )
-        else:
-            notes.append(f"{out.source}: {out.name}: cited again (same sha256): counted once")
-    traces = [t for _, t in usable]
-    provenance = [_trace_provenance(source, t) for source, t in usable]
-    return traces, provenance, notes
+    """(traces the fit can use, their provenance, notes on every file or trace left out), as
+    the review stage read them."""
+    production = report.cited.production(factor)
+    provenance = [_trace_provenance(source, t) for source, t in production.sources]
+    return production.traces, provenance, list(production.notes)
 
 
 def _unmapped_note(traces: list[dict]) -> str:
@@ -247,16 +232,13 @@ def fit_input(report: Report, charts) -> tuple[dict, dict]:
     unmapped = _unmapped_note(traces)
     n = len(report.review_candidates)
     specs, seen = {}, {}
-    for i, (path, doc) in enumerate(report.review_candidates):
+    fits = report.cited.production(factor).fits
+    for i, ((path, _), (fit, exc)) in enumerate(zip(report.review_candidates, fits, strict=True)):
         label, run = run_label(i, n), report.review.relative(path)
-        try:
-            fit = fitmatrix.build(traces, doc, factor)
-            # This suite lists other shapes outside it than the empty-suite check did: the
-            # model must still serialise.
-            key = json.dumps(fit.to_json(), sort_keys=True, allow_nan=False)
-        except FIT_MALFORMED as exc:
+        if fit is None:
             section["notes"].append(f"{label}: not scored ({type(exc).__name__})")
             continue
+        key = json.dumps(fit.to_json(), sort_keys=True, allow_nan=False)
         c = _fit_candidate(fit, label, run, min_coverage, unmapped)
         c["time_basis_text"] = charts.TIME_BASIS_WORDS.get(fit.time_basis, fit.time_basis)
         if key in seen:  # same suite, same fit: said once, not drawn twice

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 
 from reviewkit import templates
@@ -34,6 +35,21 @@ def generated_stamp() -> str | None:
         raise InputError(f"SOURCE_DATE_EPOCH={epoch!r}: expected an integer") from exc
 
 
+# `reviewkit soak --out ...` in a check's summary or a rubric's clears_with: markdown's inline
+# code, shown as code rather than as literal backticks
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def prose(text: object):
+    """Text from a check, a rubric or a file, escaped, with its `inline code` as <code>; a
+    backtick left unpaired (a summary cut short) is dropped."""
+    import markupsafe
+
+    escaped = str(markupsafe.escape("" if text is None else str(text)))
+    coded = INLINE_CODE.sub(lambda m: f"<code>{m.group(1)}</code>", escaped)
+    return markupsafe.Markup(coded.replace("`", ""))
+
+
 @functools.cache
 def jinja_environment():
     """One environment per process: it compiles each template once (~75 ms a page)."""
@@ -51,7 +67,9 @@ def jinja_environment():
     env.filters["num"] = fmt.num
     env.filters["ms"] = fmt.ms
     env.filters["ratio"] = fmt.ratio
-    env.filters["ci"] = lambda ci: "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    env.filters["ci"] = lambda ci: "" if not ci else f"[{fmt.ratio(ci[0])}, {fmt.ratio(ci[1])}]"
+    env.filters["setting"] = fmt.setting
+    env.filters["prose"] = prose
     # a bottleneck class in words: "unclassified" says why in full
     env.filters["bottleneck"] = class_text
     return env

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from reviewkit import __version__
+from reviewkit.analysis.knobs import diff_rows, shown_value
 from reviewkit.analysis.platforms import MEASURED, PlatformMatrix, build_matrix
+from reviewkit.common import format as fmt
 from reviewkit.common.hashing import sha256_file
 from reviewkit.render.packet.bottlenecks import BOTTLENECK_FIELDS, class_text, layer_view
 from reviewkit.render.packet.brief import build_brief
@@ -32,11 +32,19 @@ def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
     for c in comparison.workloads:
         cw, bw = by_id.get(c.candidate_id, {}), base_by_id.get(c.baseline_id, {})
         bs, cs = bw.get("stats") or {}, cw.get("stats") or {}
+        # base -> cand shows what each ratio divides (means over rounds of each round's
+        # quantile); a workload not compared shows its runs' own quantiles
+        pts = c.points_s or {}
+        for q in ("p50", "p95", "p99"):
+            if q in pts:
+                bs, cs = {**bs, f"{q}_s": pts[q][0]}, {**cs, f"{q}_s": pts[q][1]}
         rows.append(
             {
+                "median_estimator": c.median_estimator,
                 "key": c.key,
                 "layer_type": c.layer_type,
                 "candidate_id": c.candidate_id,
+                "dtype": c.candidate_id.rsplit(".", 1)[-1],
                 "baseline_id": c.baseline_id,
                 "baseline_p50_ms": ms(bs.get("p50_s")),
                 "candidate_p50_ms": ms(cs.get("p50_s")),
@@ -105,6 +113,14 @@ def _headline(report: Report) -> dict:
     if p is not None:
         p99 = next((w.p99_ratio for w in report.comparisons[0].workloads if w.key == p.key),
                    None) if p.kind == "workload" and p.quantile != "p99" else None  # fmt: skip
+        w = next((w for w in report.comparisons[0].workloads if w.key == p.key), None)
+        point = (w.points_s or {}).get(p.quantile) if w and p.kind == "workload" else None
+        # the values the ratio divides, and how it was estimated, shown beside it
+        out["divides"] = {
+            "baseline_ms": point[0] * 1e3, "candidate_ms": point[1] * 1e3,
+            "estimator": w.median_estimator if p.quantile == "p50" else
+            f"mean over rounds of each round's {p.quantile}",
+        } if point else None  # fmt: skip
         out.update(kind=p.kind, label=p.label, ratio=p.ratio, ci=p.ci, verdict=p.verdict,
                    p99_ratio=p99, settles=p.settles, needs=p.needs,
                    hypothesis=p.hypothesis)  # fmt: skip
@@ -208,14 +224,36 @@ def _environment(label: str, doc: dict) -> dict:
     return {
         "run": label,
         "facts": facts,
-        "knobs": [
-            (k, json.dumps(v) if isinstance(v, list | dict) else str(v)) for k, v in knobs.items()
-        ],
+        "knobs": [(k, fmt.setting(v)) for k, v in knobs.items()],
         "suite": doc.get("suite", {}),
         "profile": doc.get("profile"),
         "complete": doc.get("complete"),
         "command": doc.get("command"),
     }
+
+
+def _claim_dtypes(report: Report) -> list[str]:
+    """The dtypes of the claim's workload on both sides (one when the dtype is not the knob)."""
+    p = report.primary
+    if p is None or not p.candidate_id:
+        return []
+    return sorted({p.dtype, p.baseline_id.rsplit(".", 1)[-1]})
+
+
+def environment_diff(environments: list[dict]) -> dict:
+    """The runs' facts and knobs as a diff: the entries that differ between runs (each run's
+    value, — where a run lacks it), and those every run shares, said once."""
+    kinds = [("fact", "facts"), ("knob", "knobs")]
+    differs, same = [], []
+    for kind, field in kinds:
+        names = list(dict.fromkeys(k for e in environments for k, _ in e[field]))
+        for name in names:
+            values = [dict(e[field]).get(name, fmt.MISSING) for e in environments]
+            if len(set(values)) > 1:
+                differs.append({"kind": kind, "name": name, "values": values})
+            else:
+                same.append({"kind": kind, "name": name, "value": values[0]})
+    return {"runs": [e["run"] for e in environments], "differs": differs, "same": same}
 
 
 def build_model(report: Report) -> dict:
@@ -229,6 +267,7 @@ def build_model(report: Report) -> dict:
         (run_label(i, n), d) for i, (_, d) in enumerate(report.review_candidates)
     ]
     findings = [f.to_json() for f in report.findings]
+    environments = [_environment(label, doc) for label, doc in runs]
     red_flags = [f.to_json() for f in report.red_flags]
     workload_rows = [
         {"candidate": run_label(i, n), "rows": _workload_rows(base, d, report.comparisons[i])}
@@ -304,14 +343,21 @@ def build_model(report: Report) -> dict:
         "knob_diffs": [
             {
                 "candidate": run_label(i, n),
+                # every knob change and environment difference, with what the review reads it as
+                # (the device change, a knob, implied by the device, a confounder)
                 "changes": [
                     {
-                        "knob": k.knob,
-                        "baseline": json.dumps(k.baseline),
-                        "candidate": json.dumps(k.candidate),
+                        "knob": row.what,
+                        "baseline": shown_value(row.baseline),
+                        "candidate": shown_value(row.candidate),
+                        "role": row.role,
+                        "reads_as": row.reads_as,
                     }
-                    for k in c.knob_changes
+                    for row in diff_rows(
+                        c.knob_changes, c.knob_reading(), c.confounders + c.device_environment
+                    )
                 ],
+                "confounders": [e.to_json() for e in c.confounders],
                 "paired_by": c.paired_by,
                 "warnings": list(c.warnings),
                 "basis": c.basis(),
@@ -319,11 +365,14 @@ def build_model(report: Report) -> dict:
             for i, c in enumerate(report.comparisons)
         ],
         "bottlenecks": bottlenecks,
-        "below_roof_share": _below_roof_share(report),
+        "below_roof_share": report.below_roof_share,
         "bottleneck_evidence": bottleneck_finding["evidence"] if bottleneck_finding else [],
         "layers": layer_rows,
         "workloads": workload_rows,
         "pdf_max_workload_rows": PDF_MAX_WORKLOAD_ROWS,
+        # the claim's dtypes (the candidate's and the baseline's side of its workload): printed
+        # tables keep to them when the runs hold more
+        "claim_dtypes": _claim_dtypes(report),
         "red_flags": red_flags,
         "findings": findings,
         "sla": {
@@ -353,7 +402,8 @@ def build_model(report: Report) -> dict:
         },
         "disproof": list(report.disproof),
         "questions": questions,
-        "environment": [_environment(label, doc) for label, doc in runs],
+        "environment": environments,
+        "environment_diff": environment_diff(environments),
         "artifacts": _artifacts(report),
         "warnings": list(report.warnings),
         "communication": [
@@ -371,16 +421,15 @@ def build_model(report: Report) -> dict:
         model["charts"]["platform_matrix"] = charts.platform_matrix(
             model["platforms"]["cells"], [p.label for p in matrix.platforms]
         )
+    # a chart with nothing to draw is one line saying what is missing, not an empty plot
+    model["no_data"] = {
+        name: {"title": meta.get("title", name), "reason": meta.get("reason", "")}
+        for name, spec in model["charts"].items()
+        for meta in [spec.get("usermeta") or {}]
+        if meta.get(charts.NO_DATA_KEY)
+    }
     model["brief"] = build_brief(report, model)
     return model
-
-
-def _below_roof_share(report: Report) -> float:
-    """The rubric's `[roofline] below_roof_share` the classes were judged with."""
-    from reviewkit.analysis.bottleneck import default_below_roof_share
-
-    share = getattr(report.rubric, "below_roof_share", None)
-    return default_below_roof_share() if share is None else share
 
 
 def _platforms_model(matrix: PlatformMatrix) -> dict:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from reviewkit.evidence import files as evidence
-from reviewkit.evidence.quality import read_quality
-from reviewkit.render.packet.cited import cited_records
 from reviewkit.review.gate import Report
 
 NO_QUALITY = (
@@ -18,18 +15,15 @@ PRECISION_CHECK = "precision-quality"
 
 def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[str]]:
     """Measured rows of every cited quality result, the rubric's tolerances, and notes."""
-    item = next((i for i in report.rubric.items if i.check == PRECISION_CHECK), None)
-    raw = (item.params.get("tolerances") if item else None) or {}
-    tolerances = {
-        str(k): float(v)
-        for k, v in raw.items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
-    }
-    if not report.review.evidence.get("quality"):
+    limits = report.cited.quality_limits  # the rubric's, as the review stage read them
+    tolerances = dict(limits.tolerances)
+    cited = report.cited.quality
+    if not cited.cited:
         return [], tolerances, [NO_QUALITY]
-    results, notes = cited_records(report, evidence.QUALITY, "quality", read_quality)
+    notes = cited.notes(report.review)
     rows, not_ok = [], []
-    for source, quality in results:
+    for quality in cited.records:
+        source = report.review.relative(quality.path)
         for r in quality.rows:
             if not r.applicable:
                 continue
@@ -51,9 +45,7 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
         notes.append(f"{len(not_ok)} result(s) not measured: {'; '.join(not_ok[:3])}")
     # Top-1 agreement and KL are in the tooltip on screen; the PDF has no tooltip, so the model
     # rows' figures are said in words against the rubric's limits.
-    params = item.params if item else {}
-    min_top1 = params.get("min_top1_agreement")
-    max_kl = params.get("max_kl_divergence")
+    min_top1, max_kl = limits.min_top1_agreement, limits.max_kl_divergence
     for r in rows:
         top1, kl = r.get("top1_agreement"), r.get("kl_divergence")
         if not isinstance(top1, int | float) and not isinstance(kl, int | float):
@@ -71,7 +63,7 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
                 f"KL {kl:.2g} nats" + (f" (ABOVE the rubric's {max_kl:g})" if high else "")
             )
         notes.append(f"{r['workload']} {r['dtype']}: {', '.join(parts)}")
-    if not item:
+    if not limits.has_item:
         notes.append(f"the rubric has no `{PRECISION_CHECK}` item: no tolerances drawn")
     return rows, tolerances, notes
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from reviewkit.evidence import files as evidence
-from reviewkit.evidence.soak import Soak, read_soak
-from reviewkit.render.packet.cited import cited_records
 from reviewkit.review.gate import Report
 
 NO_SOAK = (
@@ -15,13 +12,16 @@ NO_SOAK = (
 
 def soak_input(report: Report) -> tuple[list[dict], list[str]]:
     """Sub-window throughput, the recorded analysis and the sensor series of every cited soak."""
-    if not report.review.evidence.get("long_window"):
+    cited = report.cited.soaks
+    if not cited.cited:
         return [], [NO_SOAK]
-    soaks, notes = cited_records(report, evidence.SOAK, "long_window", read_soak)
-    return [one_soak(soak, source, several=len(soaks) > 1) for source, soak in soaks], notes
+    several = len(cited.records) > 1
+    return [
+        one_soak(soak, report.review.relative(soak.path), several) for soak in cited.records
+    ], cited.notes(report.review)
 
 
-def one_soak(soak: Soak, source: str, several: bool) -> dict:
+def one_soak(soak, source: str, several: bool) -> dict:
     """The stability chart's input of one soak, from its typed record."""
     subwindows = [
         {k: sw.get(k) for k in ("index", "start_s", "end_s", "calls_per_s", "partial")}

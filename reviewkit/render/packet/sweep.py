@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from reviewkit.analysis.sla import matching_targets
-from reviewkit.evidence import files as evidence
-from reviewkit.evidence.sweep import Sweep, SweptLevel, SweptWorkload, read_sweep
-from reviewkit.render.packet.cited import cited_records
-from reviewkit.render.packet.labels import slice_name
 from reviewkit.review.gate import Report
 
 NO_SWEEP = (
@@ -15,27 +10,7 @@ NO_SWEEP = (
 )
 
 
-def _sla_target(
-    report: Report, workload_id: str, sweep: Sweep
-) -> tuple[float | None, str, float | None]:
-    """(p99 s, where it comes from, minimum throughput /s) a swept workload is held to: the
-    review's target (one for the server scenario first: the curve is the server's), else the
-    sweep's own --sla-p99-s."""
-    key = slice_name({"id": workload_id, "dtype": workload_id.rsplit(".", 1)[-1]})
-    matching = matching_targets(report.review.sla_targets, workload_id, key)
-    matching.sort(key=lambda t: t.scenario != "server")
-    for t in matching:
-        if t.p99_s is not None:
-            where = f"review target {t.workload}" + (
-                "" if t.scenario == "server" else f", {t.scenario}"
-            )
-            return t.p99_s, where, t.min_throughput_per_s
-    if sweep.sla_p99_s is not None:
-        return sweep.sla_p99_s, "the sweep's --sla-p99-s", None
-    return None, "", None
-
-
-def _level(lv: SweptLevel) -> dict:
+def _level(lv) -> dict:
     return {
         "target_rate_per_s": lv.target_rate_per_s,
         "load_fraction": lv.load_fraction,
@@ -47,7 +22,8 @@ def _level(lv: SweptLevel) -> dict:
     }
 
 
-def _panel(report: Report, w: SweptWorkload, sweep: Sweep, source: str) -> dict:
+def _panel(report: Report, w, sweep, source: str) -> dict:
+    """One swept workload's panel: its levels, knee, and the target the review stage judged."""
     levels = sorted((_level(lv) for lv in w.server), key=lambda lv: lv["target_rate_per_s"] or 0.0)
     knee = dict(w.knee)
     notes = []
@@ -58,13 +34,10 @@ def _panel(report: Report, w: SweptWorkload, sweep: Sweep, source: str) -> dict:
         notes.append(f"knee at {knee['rate_per_s']:.4g}/s offered ({knee.get('rule', '')})")
     elif knee.get("rule"):
         notes.append(f"no knee: {knee['rule']}")
-    sla_s, sla_source, min_rate = _sla_target(report, w.id, sweep)
-    met = w.sla
-    if met.get("met") and sla_s is not None and met.get("p99_s") == sla_s:
-        notes.append(
-            f"p99 ≤ {sla_s * 1e3:.4g} ms met up to {met['max_rate_per_s']:.4g}/s offered "
-            f"({met['achieved_rate_per_s']:.4g}/s achieved)"
-        )
+    target = report.cited.swept_target(w.id, sweep)
+    sla_s, sla_source, min_rate = target.p99_s, target.where, target.min_rate_per_s
+    if target.judgement is not None:  # the review stage's verdict under load, as the gate has it
+        notes.append(target.judgement.sentence())
     invalid = [lv for lv in levels if not lv["valid"]]
     if invalid:
         notes.append(
@@ -110,11 +83,14 @@ def _what_makes_valid(invalid: list[dict], rules: dict | None) -> list[str]:
 
 def sweep_input(report: Report) -> tuple[list[dict], list[str]]:
     """The latency-throughput panels of every cited sweep, and notes on what could not be drawn."""
-    if not report.review.evidence.get("sweep"):
+    cited = report.cited.sweeps
+    if not cited.cited:
         return [], [NO_SWEEP]
-    sweeps, notes = cited_records(report, evidence.SWEEP, "sweep", read_sweep)
+    notes = cited.notes(report.review)
+    sweeps = cited.records
     panels = []
-    for source, sweep in sweeps:
+    for sweep in sweeps:
+        source = report.review.relative(sweep.path)
         for w in sweep.workloads:
             if not w.measured:
                 notes.append(f"{source}: {w.id}: {w.status} ({w.reason})")

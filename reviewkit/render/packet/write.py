@@ -1,4 +1,5 @@
-"""Writing a packet: render into a temporary folder beside the target, then swap it in."""
+"""Writing a packet: render into a temporary folder beside the target, then swap it in; a PDF
+that cannot be produced leaves the HTML and JSON in place and says why."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from pathlib import Path
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import output_errors
 from reviewkit.render.packet.html import SCRIPTS, STYLESHEETS, TEMPLATES, VEGA_BUNDLE, render_html
-from reviewkit.render.packet.labels import Progress
+from reviewkit.render.packet.labels import PacketError, Progress
 from reviewkit.render.packet.model import build_model
 from reviewkit.render.packet.pdf import write_pdf
-from reviewkit.render.printing import PdfWorker
+from reviewkit.render.printing import PdfError, PdfWorker
 from reviewkit.review.gate import Report, run_check
 
 
@@ -28,6 +29,10 @@ class PacketResult:
     json: Path
     pdf: Path | None
     timings_s: dict
+    # What WeasyPrint warned about while printing a PDF that was kept (it was usable).
+    pdf_warnings: tuple[str, ...] = ()
+    # Why no PDF was written when one was asked for (then write_packet raises PdfNotProduced).
+    pdf_error: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -35,8 +40,33 @@ class PacketResult:
             "html": str(self.html),
             "json": str(self.json),
             "pdf": str(self.pdf) if self.pdf else None,
+            "pdf_warnings": list(self.pdf_warnings),
+            "pdf_error": self.pdf_error,
             "timings_s": self.timings_s,
         }
+
+
+class PdfNotProduced(PacketError):
+    """The HTML and JSON were written and swapped in, but no usable PDF came out. `result` is
+    what was written (its pdf None, its pdf_error the reason)."""
+
+    def __init__(self, result: PacketResult) -> None:
+        super().__init__(
+            f"--out {result.out_dir}: packet.html and packet.json are written, but no PDF: "
+            f"{result.pdf_error}. Read the HTML (a browser prints it too), or fix the cause and "
+            "run again (--no-pdf skips the PDF)"
+        )
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What render_into made: the packet model, each stage's seconds, and how the PDF went."""
+
+    model: dict
+    timings: dict
+    pdf_warnings: tuple[str, ...] = ()
+    pdf_error: str | None = None  # set when a PDF was asked for and none was written
 
 
 def write_shared_assets(assets: Path) -> None:
@@ -70,12 +100,13 @@ def render_into(
     progress: Progress | None = None,
     pdf_worker: PdfWorker | None = None,
     while_printing: Callable[[], None] | None = None,
-) -> tuple[dict, dict]:
-    """Render a checked review's packet into an existing folder; return (model, timings).
+) -> Rendered:
+    """Render a checked review's packet into an existing folder.
 
     Shared assets are not written here (see write_shared_assets): a site keeps one copy.
     `while_printing` is work of the caller's that runs while the PDF worker prints (or after
-    the HTML, when there is no PDF).
+    the HTML, when there is no PDF). A PDF that cannot be produced is not an error here: the
+    HTML and JSON are already written, and the result says why there is no packet.pdf.
     """
     from reviewkit.render import charts
 
@@ -107,14 +138,25 @@ def render_into(
     (folder / "packet.json").write_text(
         json.dumps(model, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
     )
+    pending = [while_printing] if while_printing is not None else []
+
+    def meanwhile() -> None:
+        while pending:
+            pending.pop()()
+
+    warnings: tuple[str, ...] = ()
+    error = None
     if printed is not None:
         t = time.perf_counter()
         say("rendering PDF")
-        write_pdf(printed, folder, report, folder / "packet.pdf", pdf_worker, while_printing)
+        try:
+            warnings = write_pdf(printed, folder, report, folder / "packet.pdf", pdf_worker,
+                                 meanwhile)  # fmt: skip
+        except PdfError as exc:
+            error = str(exc)
         timings["pdf_s"] = time.perf_counter() - t
-    elif while_printing is not None:
-        while_printing()
-    return model, timings
+    meanwhile()  # the caller's work is done whether or not the PDF came out
+    return Rendered(model, timings, warnings, error)
 
 
 def write_packet(
@@ -126,7 +168,11 @@ def write_packet(
     progress: Progress | None = None,
     pdf_worker: PdfWorker | None = None,
 ) -> PacketResult:
-    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in."""
+    """Gather everything in memory, write into a temporary folder beside DIR, then swap it in.
+
+    A PDF that cannot be produced still swaps the new HTML and JSON in (the previous packet,
+    its PDF included, is replaced whole: a PDF of an earlier review beside this one's HTML
+    would contradict it), then raises PdfNotProduced. A failed write swaps nothing in."""
     say = progress or (lambda _msg: None)
     out_dir = Path(out_dir)
     t0 = time.perf_counter()
@@ -142,7 +188,7 @@ def write_packet(
         try:
             copy_page_assets(tmp / "assets")
             # A cold cache builds the Vega bundle (~1.4 s): while the worker prints, not before.
-            _, timings = render_into(
+            rendered = render_into(
                 report,
                 tmp,
                 pdf=pdf,
@@ -155,14 +201,19 @@ def write_packet(
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    timings = {"check_s": check_s, **timings, "total_s": time.perf_counter() - t0}
-    return PacketResult(
+    timings = {"check_s": check_s, **rendered.timings, "total_s": time.perf_counter() - t0}
+    result = PacketResult(
         out_dir,
         out_dir / "packet.html",
         out_dir / "packet.json",
-        out_dir / "packet.pdf" if pdf else None,
+        out_dir / "packet.pdf" if pdf and rendered.pdf_error is None else None,
         {k: round(v, 3) for k, v in timings.items()},
+        rendered.pdf_warnings,
+        rendered.pdf_error,
     )
+    if rendered.pdf_error is not None:
+        raise PdfNotProduced(result)
+    return result
 
 
 def swap_into_place(tmp: Path, out_dir: Path) -> None:

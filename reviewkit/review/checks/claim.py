@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from reviewkit.analysis.compare import Comparison
+from reviewkit.analysis.knobs import (
+    DIRTY,
+    KERNELS,
+    PROVENANCE,
+    RUNTIME,
+    EnvironmentChange,
+    KnobChange,
+    KnobPolicy,
+    KnobReading,
+    shown_value,
+)
 from reviewkit.common.format import pct
-from reviewkit.evidence import files as evidence_files
-from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.review.checks.registry import (
     FAIL,
-    LIST,
     MISSING,
     NUMBER,
     PASS,
@@ -18,61 +27,127 @@ from reviewkit.review.checks.registry import (
     Evidence,
     check,
 )
+from reviewkit.review.rubric import KNOB_LIST, KNOB_TABLE, Rubric
 
 
-@check("single-knob-change", params={"ignore": LIST})
+@check(
+    "single-knob-change",
+    params={"ignore": KNOB_LIST, "implied_by_device": KNOB_LIST, "device_defaults": KNOB_TABLE},
+)
 def single_knob_change(ctx: Context) -> CheckResult:
-    ignore = tuple(ctx.params["ignore"])
+    """One mapping knob changed and nothing else that could explain the result.
+
+    A device change is one knob: the settings it implies (the rubric's implied_by_device, and
+    settings of one device type at torch's default) and the libraries serving one side's device
+    only are listed, not counted. The recorded environment counts too. A framework or
+    kernel-library release that differs beyond its device build tag fails beside a knob: the
+    measured kernels are then different code, and no reading of the result can say how much of
+    it is the knob's. A driver, interpreter or commit difference, or a dirty tree, warns: they
+    can move timings or leave the comparison impossible to rebuild, but do not by themselves
+    swap the kernels, so a reviewer confirms them rather than re-measuring. With no knob changed,
+    a release difference is what is under review (an upgrade): a warning asks to say so."""
+    policy = knob_policy(ctx.params)
     worst, evidence, summaries = PASS, [], []
     for i, comp in enumerate(ctx.comparisons):
-        changed = comp.mapping_knob_changes(ignore)
-        for k in changed:
-            evidence.append(
-                Evidence(
-                    "text",
-                    f"candidate {i + 1} knob {k.knob}",
-                    value=f"{k.baseline!r} -> {k.candidate!r}",
-                )
-            )
-        if len(changed) > 1:
-            worst = FAIL
-            summaries.append(
-                f"candidate {i + 1} changes {len(changed)} knobs at once "
-                f"({', '.join(k.knob for k in changed)})"
-            )
-        elif not changed:
-            worst = max(worst, WARN, key=STATUS_ORDER.get)
-            summaries.append(f"candidate {i + 1} changes no mapping knob: nothing to review")
-        else:
-            summaries.append(f"candidate {i + 1} changes one knob: {changed[0].knob}")
+        status, summary, found = _one_knob(f"candidate {i + 1}", comp.knob_reading(policy), comp)
+        worst = max(worst, status, key=STATUS_ORDER.get)
+        summaries.append(summary)
+        evidence += found
     return CheckResult(worst, "; ".join(summaries), tuple(evidence))
+
+
+def knob_policy(params: dict) -> KnobPolicy:
+    """The single-knob-change item's params as the comparison reads its knob diff."""
+    return KnobPolicy(
+        ignore=tuple(params.get("ignore", ())),
+        implied_by_device=tuple(params.get("implied_by_device", ())),
+        device_defaults=dict(params.get("device_defaults", {})),
+    )
+
+
+def knob_policy_of(rubric: Rubric) -> KnobPolicy:
+    """The rubric's knob policy (its single-knob-change item's), for `compare`'s knob diff."""
+    item = next((i for i in rubric.items if i.check == "single-knob-change"), None)
+    return knob_policy(item.params) if item else KnobPolicy()
+
+
+def _one_knob(label: str, reading: KnobReading, comp: Comparison) -> tuple[str, str, list]:
+    counted, implied = reading.counted, reading.implied
+    evidence = [Evidence("text", f"{label} knob {k.knob}",
+                         value=f"{k.baseline!r} -> {k.candidate!r}") for k in counted]  # fmt: skip
+    evidence += [Evidence("text", f"{label} knob {k.knob}, implied by the device change",
+                          value=f"{k.baseline!r} -> {k.candidate!r}: {k.why}")
+                 for k in implied]  # fmt: skip
+    evidence += [Evidence("text", f"{label} environment {e.name} ({e.kind}), a confounder",
+                          value=f"{shown_value(e.baseline)} -> {shown_value(e.candidate)}: {e.why}")
+                 for e in comp.confounders]  # fmt: skip
+    evidence += [Evidence("text", f"{label} environment {e.name}, implied by the device change",
+                          value=f"{shown_value(e.baseline)} -> {shown_value(e.candidate)}: {e.why}")
+                 for e in comp.device_environment]  # fmt: skip
+    kernels = [e for e in comp.confounders if e.kind == KERNELS]
+    if len(counted) > 1:
+        knobs = ", ".join(k.knob for k in counted)
+        status, text = FAIL, f"{label} changes {len(counted)} knobs at once ({knobs})"
+    elif not counted:
+        status = WARN
+        text = f"{label} changes no mapping knob" + ("" if kernels else ": nothing to review")
+    else:
+        status, text = PASS, f"{label} changes one knob: {_knob(counted[0])}"
+    if implied:
+        text += (f"; the device brings {', '.join(k.knob for k in implied)} with it (listed, "
+                 "not counted)")  # fmt: skip
+    verb = "differs" if len(kernels) == 1 else "differ"
+    names = ", ".join(e.name for e in kernels)
+    if kernels and counted:
+        status = FAIL
+        blamed = f"the {counted[0].knob} change" if len(counted) == 1 else "the knobs"
+        text += (f"; but {_listed(kernels)} {verb} too: the measured kernels are different code, "
+                 f"so the result cannot be attributed to {blamed}; re-measure both runs on one "
+                 f"release of {names}")  # fmt: skip
+    elif kernels:
+        text += (f"; {_listed(kernels)} {verb}: if that upgrade is the change under review, say "
+                 f"so; else re-measure both runs on one release of {names}")  # fmt: skip
+    runtime = [e for e in comp.confounders if e.kind == RUNTIME]
+    provenance = [e for e in comp.confounders if e.kind == PROVENANCE]
+    if runtime:
+        text += (f"; also {_listed(runtime)}: a different driver or interpreter can move "
+                 "timings; confirm on one")  # fmt: skip
+    if provenance:
+        text += (f"; {_listed(provenance)}: the code that measured is not one recorded commit; "
+                 "re-run from a clean commit so the comparison can be rebuilt")  # fmt: skip
+    if runtime or provenance:
+        status = max(status, WARN, key=STATUS_ORDER.get)
+    return status, text, evidence
+
+
+def _knob(k: KnobChange) -> str:
+    return f"{k.knob} ({shown_value(k.baseline)} → {shown_value(k.candidate)})"
+
+
+def _listed(changes: list[EnvironmentChange]) -> str:
+    """Each difference in a few words, e.g. "torch 2.13.0+cpu → 2.11.0+cu130" or "git commit
+    d9d95e66799a+dirty on both runs (uncommitted changes)"."""
+    out = []
+    for e in changes:
+        b, c = shown_value(e.baseline), shown_value(e.candidate)
+        text = f"{e.name} {b} on both runs" if b == c else f"{e.name} {b} → {c}"
+        if (b + c).count(DIRTY):
+            text += " (uncommitted changes)"
+        out.append(text)
+    return ", ".join(out)
 
 
 @check("production-shape-evidence", params={"min_coverage": NUMBER, "shape_range_factor": NUMBER})
 def production_shape_evidence(ctx: Context) -> CheckResult:
     min_coverage = float(ctx.params["min_coverage"])
     factor = float(ctx.params["shape_range_factor"])
-    cited = ctx.review.evidence.get("production_traces", ())
-    loaded = evidence_files.read_all(cited, evidence_files.TRACE)
-    notes = [f"{ctx.review.relative(x.path)}: not used: {x.reason}" for x in loaded if not x.ok]
-    evidence = [ctx.artifact("production trace summary", x.path) for x in loaded
-                if x.ok and isinstance(x.doc.get("traces"), list) and x.doc["traces"]]  # fmt: skip
-    usable, left_out = fitmatrix.usable_traces(
-        ((ctx.review.relative(x.path), x.doc) for x in loaded if x.ok), factor
-    )
-    for out in left_out:
-        if out.why == fitmatrix.NO_TRACES:
-            notes.append(f"{out.source}: not used: no traces in the summary")
-        elif out.why == fitmatrix.DAMAGED:
-            # Scored alone against an empty suite, as the packet does: a trace whose op mix or
-            # shapes do not add up is left out, said so, and the rest still count.
-            notes.append(
-                f"{out.source}: trace {out.index} not used: a damaged trace summary "
-                f"({type(out.error).__name__}: {str(out.error)[:80]}); re-run `reviewkit trace "
-                "import`"
-            )
+    production = ctx.cited.production(factor)
+    notes = list(production.notes)
+    evidence = [ctx.artifact("production trace summary", x.path)
+                for x in ctx.cited.trace_files.records
+                if isinstance(x.doc.get("traces"), list) and x.doc["traces"]]  # fmt: skip
     evidence += [Evidence("text", "unusable trace summary", value=n) for n in notes]
-    traces = [t for _, t in usable]
+    traces = production.traces
     if not traces:
         models = [
             w.candidate_id
@@ -91,10 +166,8 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
         )
         return CheckResult(FAIL, why + model_note, tuple(evidence))
     worst, summaries = PASS, []
-    for i, (_, cand) in enumerate(ctx.candidates):
-        try:
-            fit = fitmatrix.build(traces, cand, factor)
-        except fitmatrix.MALFORMED as exc:  # a summary's shapes that do not add up
+    for i, (fit, exc) in enumerate(production.fits):
+        if fit is None:  # a summary's shapes that do not add up
             return CheckResult(
                 FAIL,
                 f"the cited trace summaries cannot be scored ({type(exc).__name__}: "

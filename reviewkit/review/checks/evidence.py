@@ -7,11 +7,9 @@ from pathlib import Path
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
 from reviewkit.common.format import change as fmt_change
-from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence.drift import DRIFT, STABLE, THROTTLED
 from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
-from reviewkit.evidence.soak import read_soak
-from reviewkit.evidence.sweep import SweptWorkload, best_under_sla, read_sweep
+from reviewkit.evidence.sweep import SweptWorkload, best_under_sla
 from reviewkit.review.checks.registry import (
     BOOLEAN,
     FAIL,
@@ -25,6 +23,7 @@ from reviewkit.review.checks.registry import (
     _workload_evidence,
     check,
 )
+from reviewkit.review.cited import key_of_id
 
 
 def _candidate_ids(ctx: Context) -> set[str]:
@@ -46,7 +45,7 @@ def long_window_stability(ctx: Context) -> CheckResult:
     min_window_s = float(ctx.params["min_window_s"])
     need_sensors = bool(ctx.params["require_throttling_evidence"])
     evidence = [ctx.artifact("long-window evidence", p) for p in files]
-    soaks, unusable = evidence_files.read_cited(files, evidence_files.SOAK, read_soak)
+    soaks, unusable = ctx.cited.soaks.records, ctx.cited.soaks.not_used
     not_used = [f"{ctx.review.relative(path)}: {why}" for path, why in unusable]
     if not soaks:
         return CheckResult(
@@ -139,16 +138,9 @@ def tail_latency(ctx: Context) -> CheckResult:
 
 def _swept_workloads(ctx: Context) -> tuple[list[tuple[Path, SweptWorkload]], str]:
     """(file, workload) for every measured workload in the cited sweeps; why others are not."""
-    sweeps, unusable = evidence_files.read_cited(
-        ctx.review.evidence.get("sweep", ()), evidence_files.SWEEP, read_sweep
-    )
+    sweeps, unusable = ctx.cited.sweeps.records, ctx.cited.sweeps.not_used
     rows = [(sweep.path, w) for sweep in sweeps for w in sweep.workloads if w.measured]
     return rows, "; ".join(f"{ctx.review.relative(path)}: {why}" for path, why in unusable)
-
-
-def _key_of_id(workload_id: str) -> str:
-    """A swept workload's slice key: its id without the trailing dtype (sweeps record the id)."""
-    return slice_key({"id": workload_id, "dtype": workload_id.rsplit(".", 1)[-1]})
 
 
 def _sla_phrase(t, offered: float | None, achieved: float | None) -> str:
@@ -227,7 +219,7 @@ def sla_kpi(ctx: Context) -> CheckResult:
         loaded = [
             (p, w)
             for p, w in swept
-            if w.id in candidate_ids and matching_targets([t], w.id, _key_of_id(w.id))
+            if w.id in candidate_ids and matching_targets([t], w.id, key_of_id(w.id))
         ]
         if loaded:
             by_sweep += 1

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from reviewkit.common.format import MISSING
-from reviewkit.evidence import files as evidence_files
-from reviewkit.evidence.quality import read_quality
 from reviewkit.review.checks.registry import (
     FAIL,
     NUMBER,
@@ -77,7 +75,7 @@ def precision_quality(ctx: Context) -> CheckResult:
     min_top1 = float(ctx.params["min_top1_agreement"])
     max_kl = float(ctx.params["max_kl_divergence"])
     evidence = [ctx.artifact("quality evidence", p) for p in files]
-    results, unusable = evidence_files.read_cited(files, evidence_files.QUALITY, read_quality)
+    results, unusable = ctx.cited.quality.records, ctx.cited.quality.not_used
     not_used = "; ".join(f"{ctx.review.relative(path)}: {why}" for path, why in unusable)
     rows = [r for q in results for r in q.rows]
     if not rows:

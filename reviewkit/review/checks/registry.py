@@ -55,7 +55,16 @@ class Context:
     comparisons: list[Comparison]
     params: dict = field(default_factory=dict)
     primary: object = None  # review.primary.PrimaryMetric (the gate judges it once)
+    # review.cited.CitedEvidence: the cited files, read once and shared with the packet; a
+    # Context made without one (a check run on its own) reads them on first use.
+    cited: object = None
     _sha: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cited is None:
+            from reviewkit.review.cited import CitedEvidence
+
+            self.cited = CitedEvidence(self.review, None, tuple(self.candidates))
 
     def sha256(self, path: Path) -> str:
         if path not in self._sha:
