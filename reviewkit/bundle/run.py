@@ -84,7 +84,8 @@ def load_run(path: Path | str) -> dict:
             f"{file}: no run bundle here; pass a folder written by `reviewkit run --out DIR`"
         )
     try:
-        doc = schema.parse(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        doc = schema.parse(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BundleError(f"{file}: not readable as JSON ({exc}); re-run `reviewkit run`") from exc
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
@@ -109,7 +110,7 @@ def load_run(path: Path | str) -> dict:
              "workloads", workloads, "a list of workload tables")  # fmt: skip
     while doc["schema_version"] != SCHEMA_VERSION:
         doc = MIGRATIONS[doc["schema_version"]](doc)
-    schema.check(doc, file)
+    schema.check_once(doc, text, file)
     check_values(doc, file)
     return doc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -52,6 +53,39 @@ def _inlined(node, defs: dict):
     if isinstance(node, list):
         return [_inlined(v, defs) for v in node]
     return node
+
+
+# A bundle's bytes, once checked against this schema, need no second check: a marker named
+# by the hash of both sits in the cache (jsonschema walks every sample of every workload, about
+# 0.1 s a bundle, most of `reviewkit check` beyond its imports). A marker that cannot be
+# written is only a missed saving.
+VALID_MARKERS = "valid-bundles"
+
+
+@functools.cache
+def _schema_digest() -> str:
+    return hashlib.sha256(resources.files(__package__).joinpath(SCHEMA_FILE).read_bytes()
+                          ).hexdigest()[:16]  # fmt: skip
+
+
+def _marker(text: str) -> Path:
+    from reviewkit.bundle.profile import cache_dir
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return cache_dir() / VALID_MARKERS / f"{_schema_digest()}-{digest}"
+
+
+def check_once(doc: object, text: str, file: Path) -> None:
+    """check(doc, file), skipped when these exact bytes passed it before under this schema."""
+    marker = _marker(text)
+    if marker.exists():
+        return
+    check(doc, file)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
 
 
 def key_name(path) -> str:

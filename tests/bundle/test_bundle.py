@@ -283,3 +283,20 @@ def test_every_recorded_sample_bundle_meets_the_schema():
     assert len(files) >= 4
     for file in files:
         assert load_run(file)["schema_version"] == SCHEMA_VERSION
+
+
+def test_the_schema_check_runs_once_per_content(tmp_path, monkeypatch):
+    """Bytes that passed the schema check are not walked again (a marker named by their hash
+    and the schema's); other bytes, a damaged copy included, are checked as ever."""
+    from reviewkit.bundle import schema
+
+    path = write_run(tmp_path / "run", MINIMAL)
+    load_run(path)  # checked, and remembered
+    calls = []
+    monkeypatch.setattr(schema, "check", lambda doc, file, **kw: calls.append(file))
+    load_run(path)
+    assert calls == []  # the same bytes: no second walk
+    # the same bundle written with other whitespace: other bytes, so checked again
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=3))
+    load_run(path)
+    assert calls == [path]
