@@ -46,6 +46,17 @@ class QualityLimits:
 
 
 @dataclass(frozen=True)
+class JudgedQualityRow:
+    """One measured quality result against the rubric's limits (None: no limit for it)."""
+
+    source: Path
+    row: Any  # evidence.quality.QualityRow
+    over_tolerance: bool | None
+    top1_below: bool | None
+    kl_above: bool | None
+
+
+@dataclass(frozen=True)
 class FitLimits:
     """The rubric's production-fit thresholds, None when the rubric has no such item."""
 
@@ -122,6 +133,34 @@ class CitedEvidence:
 
         return QualityLimits(tolerances, number("min_top1_agreement"),
                              number("max_kl_divergence"), item is not None)  # fmt: skip
+
+    @cached_property
+    def quality_judged(self) -> tuple[JudgedQualityRow, ...]:
+        """Every applicable, measured quality row of the cited files, judged against the
+        rubric's tolerance for its dtype, its top-1 minimum and its KL maximum."""
+        limits, out = self.quality_limits, []
+        for quality in self.quality.records:
+            for r in quality.rows:
+                if not (r.applicable and r.measured):
+                    continue
+                tol = limits.tolerances.get(r.dtype)
+                top1, kl = r.top1_agreement, r.kl_divergence
+                out.append(JudgedQualityRow(
+                    quality.path, r,
+                    None if tol is None else r.rel_error > tol,
+                    None if top1 is None or limits.min_top1_agreement is None
+                    else top1 < limits.min_top1_agreement,
+                    None if kl is None or limits.max_kl_divergence is None
+                    else kl > limits.max_kl_divergence,
+                ))  # fmt: skip
+        return tuple(out)
+
+    def fit_verdict(self, score: float) -> str:
+        """pass or fail against the rubric's min_coverage; "" when the rubric sets none."""
+        from reviewkit.review.checks.registry import FAIL, PASS
+
+        minimum = self.fit_limits.min_coverage
+        return "" if minimum is None else (PASS if score >= minimum else FAIL)
 
     @cached_property
     def fit_limits(self) -> FitLimits:

@@ -453,7 +453,9 @@ def quality_drift(
         dtype = str(r.get("dtype"))
         tol = tolerances.get(dtype)
         tol = float(tol) if _positive(tol) else None
-        over = tol is not None and float(rel) > tol
+        # the review stage's judgement where the row carries it (the packet's rows do)
+        over = r["over_tolerance"] if isinstance(r.get("over_tolerance"), bool) else (
+            tol is not None and float(rel) > tol)  # fmt: skip
         top1, kl = r.get("top1_agreement"), r.get("kl_divergence")
         points.append(
             {

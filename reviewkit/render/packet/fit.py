@@ -6,7 +6,6 @@ import json
 
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.render.packet.labels import number_or_none, run_label
-from reviewkit.review.checks import FAIL, PASS
 from reviewkit.review.gate import Report
 
 FIT_CHECK = fitmatrix.CHECK
@@ -118,7 +117,7 @@ def _unmapped_note(traces: list[dict]) -> str:
     )
 
 
-def _fit_candidate(fit, label: str, run: str, min_coverage: float | None, unmapped: str) -> dict:
+def _fit_candidate(fit, label: str, run: str, fit_verdict, unmapped: str) -> dict:
     from reviewkit.evidence.trace.fit import MAX_OUTSIDE_LISTED, UNMAPPED
 
     suite = {x.layer_type: x.suite_workloads for x in fit.layers}
@@ -176,7 +175,7 @@ def _fit_candidate(fit, label: str, run: str, min_coverage: float | None, unmapp
                 "nearest_ratio": o.nearest_ratio,
             }
         )
-    verdict = "" if min_coverage is None else (PASS if fit.score >= min_coverage else FAIL)
+    verdict = fit_verdict(fit.score)
     return {
         "candidate": label,
         "run": run,
@@ -239,7 +238,7 @@ def fit_input(report: Report, charts) -> tuple[dict, dict]:
             section["notes"].append(f"{label}: not scored ({type(exc).__name__})")
             continue
         key = json.dumps(fit.to_json(), sort_keys=True, allow_nan=False)
-        c = _fit_candidate(fit, label, run, min_coverage, unmapped)
+        c = _fit_candidate(fit, label, run, report.cited.fit_verdict, unmapped)
         c["time_basis_text"] = charts.TIME_BASIS_WORDS.get(fit.time_basis, fit.time_basis)
         if key in seen:  # same suite, same fit: said once, not drawn twice
             c["same_as"] = seen[key]

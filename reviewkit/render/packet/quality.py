@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.common import format as fmt
 from reviewkit.review.gate import Report
 
 NO_QUALITY = (
@@ -23,46 +24,40 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
     notes = cited.notes(report.review)
     rows, not_ok = [], []
     for quality in cited.records:
-        source = report.review.relative(quality.path)
         for r in quality.rows:
-            if not r.applicable:
-                continue
-            if not r.measured:
+            if r.applicable and not r.measured:
                 not_ok.append(f"{r.workload_id} {r.dtype}: {r.status} ({r.reason})")
-                continue
-            rows.append(
-                {
-                    "workload": r.workload_id,
-                    "dtype": r.dtype,
-                    "rel_error": r.rel_error,
-                    "max_abs_error": r.max_abs_error,
-                    "top1_agreement": r.top1_agreement,
-                    "kl_divergence": r.kl_divergence,
-                    "source": source,
-                }
-            )
+    judged = report.cited.quality_judged  # each row against the rubric, as the gate judged it
+    for j in judged:
+        r = j.row
+        rows.append(
+            {
+                "workload": r.workload_id,
+                "dtype": r.dtype,
+                "rel_error": r.rel_error,
+                "max_abs_error": r.max_abs_error,
+                "top1_agreement": r.top1_agreement,
+                "kl_divergence": r.kl_divergence,
+                "source": report.review.relative(j.source),
+                "over_tolerance": j.over_tolerance,
+            }
+        )
     if not_ok:
         notes.append(f"{len(not_ok)} result(s) not measured: {'; '.join(not_ok[:3])}")
     # Top-1 agreement and KL are in the tooltip on screen; the PDF has no tooltip, so the model
     # rows' figures are said in words against the rubric's limits.
     min_top1, max_kl = limits.min_top1_agreement, limits.max_kl_divergence
-    for r in rows:
-        top1, kl = r.get("top1_agreement"), r.get("kl_divergence")
-        if not isinstance(top1, int | float) and not isinstance(kl, int | float):
-            continue
+    for j in judged:
+        top1, kl = j.row.top1_agreement, j.row.kl_divergence
         parts = []
-        if isinstance(top1, int | float):
-            low = isinstance(min_top1, int | float) and top1 < min_top1
-            parts.append(
-                f"top-1 agreement {top1:.1%}"
-                + (f" (BELOW the rubric's {min_top1:.0%})" if low else "")
-            )
-        if isinstance(kl, int | float):
-            high = isinstance(max_kl, int | float) and kl > max_kl
-            parts.append(
-                f"KL {kl:.2g} nats" + (f" (ABOVE the rubric's {max_kl:g})" if high else "")
-            )
-        notes.append(f"{r['workload']} {r['dtype']}: {', '.join(parts)}")
+        if top1 is not None:
+            below = f" (BELOW the rubric's {min_top1:.0%})" if j.top1_below else ""
+            parts.append(f"top-1 agreement {top1:.1%}{below}")
+        if kl is not None:
+            above = f" (ABOVE the rubric's {max_kl:g})" if j.kl_above else ""
+            parts.append(f"KL {fmt.num(kl, 2)} nats{above}")
+        if parts:
+            notes.append(f"{j.row.workload_id} {j.row.dtype}: {', '.join(parts)}")
     if not limits.has_item:
         notes.append(f"the rubric has no `{PRECISION_CHECK}` item: no tolerances drawn")
     return rows, tolerances, notes
