@@ -123,7 +123,7 @@ def _implied_why(
     if value == policy.device_defaults[k.knob] and type(value) is type(
         policy.device_defaults[k.knob]
     ):
-        return f"a setting of one device type only, at torch's default ({value!r})"
+        return f"a setting of one device type only, at torch's default ({shown_value(value)})"
     return None  # set away from its default: someone chose it
 
 
@@ -273,8 +273,10 @@ def diff_rows(
 def shown_value(value: object) -> str:
     """A recorded value for a person: a list as its items, a 40-hex commit cut to 12 characters
     (its +dirty kept), None as "none"."""
+    if isinstance(value, bool):  # as TOML and JSON write it, not Python's True
+        return "true" if value else "false"
     if isinstance(value, list):
-        return ", ".join(map(str, value)) or "none"
+        return ", ".join(map(shown_value, value)) or "none"
     text = str(value) if value is not None else "none"
     head = text.removesuffix(DIRTY)
     if len(head) == 40 and all(ch in "0123456789abcdef" for ch in head):

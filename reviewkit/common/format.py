@@ -3,6 +3,8 @@ sizes."""
 
 from __future__ import annotations
 
+import math
+
 # One marker for a value that was not measured or does not apply, everywhere it is printed.
 MISSING = "—"
 
@@ -90,3 +92,34 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[: limit - 1]}… ({len(str(value)):,} characters)"
+
+
+SCI_BELOW = 1e-4  # 0.0000254 makes the reader count zeros: smaller as 2.54 x 10^-5
+
+
+SCI_FROM = 1e15  # past a thousand trillion the digits stop being readable as a count
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+TIMES = "\u00d7"  # the multiplication sign
+
+
+def readable(x: float, digits: int = 4) -> str:
+    """`digits` significant digits, written out with thousands separators (12,350, 0.0736):
+    never Python's exponent form ("1.235e+04", "2.54e-05"), which is no way to print a number
+    for a reader. Magnitudes below SCI_BELOW or from SCI_FROM as 2.54 x 10^-5, with the
+    multiplication sign and superscripts (DejaVu Sans has both)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return MISSING
+    if x == 0:
+        return "0"
+    rounded = float(f"{x:.{digits}g}")
+    exponent = math.floor(math.log10(abs(rounded)))
+    if abs(rounded) < SCI_BELOW or abs(rounded) >= SCI_FROM:
+        mantissa = f"{rounded / 10.0**exponent:.{digits - 1}f}".rstrip("0").rstrip(".")
+        return f"{mantissa}{TIMES}10{str(exponent).translate(_SUPERSCRIPT)}"
+    text = f"{rounded:,.{max(0, digits - 1 - exponent)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

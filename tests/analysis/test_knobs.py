@@ -192,7 +192,7 @@ def test_a_device_change_with_the_threads_it_implies_is_one_knob():
         ("cudnn_allow_tf32", None, True), ("cudnn_benchmark", None, False)]  # fmt: skip
     assert reading.implied[0].why == "torch sets it per machine (the rubric's implied_by_device)"
     assert reading.implied[2].why == (
-        "a setting of one device type only, at torch's default (False)")  # fmt: skip
+        "a setting of one device type only, at torch's default (false)")  # fmt: skip
     # Without the rubric's list, the threads are knobs of their own: three changes.
     bare = read_knobs(changes(CPU, GPU), KnobPolicy())
     assert [k.knob for k in bare.counted] == ["device", "threads", "interop_threads"]

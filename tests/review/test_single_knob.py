@@ -97,11 +97,11 @@ def test_the_evidence_lists_what_the_device_implies_and_the_confounders(tmp_path
     result = single_knob(base, cand)
     evidence = {e.label: e.value for e in result.evidence}
     assert result.status == "fail"
-    assert evidence["candidate 1 knob device"] == "'cpu' -> 'cuda'"
+    assert evidence["candidate 1 knob device"] == "cpu -> cuda"  # as written, not Python's repr
     assert evidence["candidate 1 knob threads, implied by the device change"] == (
         "2 -> 8: torch sets it per machine (the rubric's implied_by_device)")  # fmt: skip
     assert evidence["candidate 1 knob cudnn_allow_tf32, implied by the device change"] == (
-        "None -> True: a setting of one device type only, at torch's default (True)")  # fmt: skip
+        "none -> true: a setting of one device type only, at torch's default (true)")  # fmt: skip
     assert evidence["candidate 1 environment torch (kernel source), a confounder"].startswith(
         "2.13.0+cpu -> 2.11.0+cu130: ")  # fmt: skip
     assert evidence["candidate 1 environment git commit (provenance), a confounder"] == (

@@ -9,7 +9,8 @@ import math
 import re
 from collections.abc import Iterable
 
-from reviewkit.common.format import MISSING
+from reviewkit.common.format import TIMES as READABLE_TIMES
+from reviewkit.common.format import readable as fmt_readable
 from reviewkit.common.numbers import finite_number
 from reviewkit.render.charts.lazy import import_lazily
 
@@ -443,35 +444,9 @@ def _plain(text: str) -> str:
     return _STR_LIST.sub(lambda m: ", ".join(re.findall(r"'([^']*)'", m.group(0))), text)
 
 
-SCI_BELOW = 1e-4  # 0.0000254 makes the reader count zeros: smaller as 2.54 x 10^-5
-
-
-SCI_FROM = 1e15  # past a thousand trillion the digits stop being readable as a count
-
-
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-
-
-TIMES = "\u00d7"  # the multiplication sign
-
-
-def _fmt(x: float, digits: int = 4) -> str:
-    """`digits` significant digits, written out with thousands separators (12,350, 0.0736):
-    never Python's exponent form ("1.235e+04", "2.54e-05"), which is no way to print a number
-    for a reader. Magnitudes below SCI_BELOW or from SCI_FROM as 2.54 x 10^-5, with the
-    multiplication sign and superscripts (DejaVu Sans has both)."""
-    x = float(x)
-    if not math.isfinite(x):
-        return MISSING
-    if x == 0:
-        return "0"
-    rounded = float(f"{x:.{digits}g}")
-    exponent = math.floor(math.log10(abs(rounded)))
-    if abs(rounded) < SCI_BELOW or abs(rounded) >= SCI_FROM:
-        mantissa = f"{rounded / 10.0**exponent:.{digits - 1}f}".rstrip("0").rstrip(".")
-        return f"{mantissa}{TIMES}10{str(exponent).translate(_SUPERSCRIPT)}"
-    text = f"{rounded:,.{max(0, digits - 1 - exponent)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+# The one readable-number formatter (common/format.readable): never Python's exponent form.
+_fmt = fmt_readable
+TIMES = READABLE_TIMES
 
 
 def _duration(seconds: float) -> str:

@@ -70,6 +70,7 @@ def jinja_environment():
     env.filters["ci"] = lambda ci: "" if not ci else f"[{fmt.ratio(ci[0])}, {fmt.ratio(ci[1])}]"
     env.filters["setting"] = fmt.setting
     env.filters["prose"] = prose
+    env.filters["sig"] = fmt.readable  # any other number: never "2.54e-05"
     # a bottleneck class in words: "unclassified" says why in full
     env.filters["bottleneck"] = class_text
     return env

@@ -74,9 +74,10 @@ def knob_policy_of(rubric: Rubric) -> KnobPolicy:
 def _one_knob(label: str, reading: KnobReading, comp: Comparison) -> tuple[str, str, list]:
     counted, implied = reading.counted, reading.implied
     evidence = [Evidence("text", f"{label} knob {k.knob}",
-                         value=f"{k.baseline!r} -> {k.candidate!r}") for k in counted]  # fmt: skip
+                         value=f"{shown_value(k.baseline)} -> {shown_value(k.candidate)}")
+                for k in counted]  # fmt: skip
     evidence += [Evidence("text", f"{label} knob {k.knob}, implied by the device change",
-                          value=f"{k.baseline!r} -> {k.candidate!r}: {k.why}")
+                          value=f"{shown_value(k.baseline)} -> {shown_value(k.candidate)}: {k.why}")
                  for k in implied]  # fmt: skip
     evidence += [Evidence("text", f"{label} environment {e.name} ({e.kind}), a confounder",
                           value=f"{shown_value(e.baseline)} -> {shown_value(e.candidate)}: {e.why}")
