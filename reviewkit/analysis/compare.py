@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from reviewkit.analysis import mechanism
+from reviewkit.analysis import ceilings, mechanism
 from reviewkit.analysis.distributed import scaling_notes
 from reviewkit.analysis.knobs import (
     DEVICE_KNOB,
@@ -377,15 +377,6 @@ def _one_round_note(methods: list[str]) -> str:
     return f"; {which}: {PERCENTILE}"
 
 
-def _denominator(base_doc: dict, cand_doc: dict, same_device: bool) -> str:
-    if not same_device:
-        return "each run's own ceilings (different devices)"
-    shared = shared_profile(base_doc, cand_doc)
-    if shared:
-        return f"device profile {shared}, shared by both runs (one device)"
-    return "the baseline's ceilings for both runs (one device)"
-
-
 def compare(
     base_doc: dict,
     cand_doc: dict,
@@ -403,6 +394,10 @@ def compare(
     paired = paired_design(base_doc, cand_doc)
     by_call = calls_paired(base_doc, cand_doc)
     same_device = _same_device(base_doc, cand_doc)
+    # one denominator on one device at one setting; each run its own where a knob moved it
+    moved = ceilings.moved_settings(base_doc, cand_doc) if same_device else []
+    one_denominator = same_device and not moved
+    denominator = {"ceilings": ceilings.shared(base_doc, cand_doc)} if one_denominator else {}
     different = _fingerprint_warning(base_doc, cand_doc)
     if different:
         warnings.append(different)
@@ -468,8 +463,8 @@ def compare(
         p_values.append((len(rows), p_beyond(ratio[0.99], intervals[0.99], p99_draws, margin)))
         methods.append(intervals[0.5].method)
         bs, cs = b["stats"], c["stats"]
-        if same_device:
-            mfu_c, fractions_c, bottleneck_c = mechanism.on_baseline_ceilings(c, base_doc)
+        if one_denominator:
+            mfu_c, fractions_c, bottleneck_c = mechanism.on_baseline_ceilings(c, denominator)
         else:
             mfu_c, fractions_c, bottleneck_c = c.get("mfu"), c.get("fractions"), c.get("bottleneck")
         stall_c = (fractions_c or {}).get("memory_stall")
@@ -497,7 +492,7 @@ def compare(
                 mfu_candidate=mfu_c,
                 mfu_delta=mechanism.delta(mfu_c, b.get("mfu")),
                 mfu_delta_ci=mechanism.mfu_delta_ci(mfu_c, b.get("mfu"), ratio[0.5], ci[0.5])
-                if same_device
+                if one_denominator
                 else None,
                 memory_stall_delta=mechanism.delta(stall_c, mechanism.stall(b)),
                 bottleneck_baseline=b.get("bottleneck"),
@@ -531,7 +526,9 @@ def compare(
         + _one_round_note(methods),
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
-        denominator=_denominator(base_doc, cand_doc, same_device),
+        denominator=ceilings.denominator_text(
+            same_device, moved, shared_profile(base_doc, cand_doc)
+        ),
         same_device=same_device,
         run_to_run_sd=None if paired else margins.run_to_run_sd,
         confounders=tuple(e for e in environment if e.kind != FOLLOWS_DEVICE),

@@ -403,6 +403,14 @@ def build_model(report: Report) -> dict:
         "disproof": list(report.disproof),
         "questions": questions,
         "environment": environments,
+        # a compute ceiling a workload beat, raised to its rate (analysis/ceilings.py)
+        "raised_ceilings": [
+            {"run": label, "dtype": dtype, "peak_gflops_per_s": e["peak"] / 1e9,
+             "calibrated_gflops_per_s": e["calibrated_peak"] / 1e9, "raised_by": e["raised_by"]}
+            for label, doc in runs
+            for dtype, e in ((doc.get("ceilings") or {}).get("compute") or {}).items()
+            if isinstance(e, dict) and e.get("raised_by")
+        ],
         "environment_diff": environment_diff(environments),
         "artifacts": _artifacts(report),
         "warnings": list(report.warnings),

@@ -1,0 +1,102 @@
+"""A compute ceiling no workload beats: raised to the best rate a run sustained, said where."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reviewkit.bundle.run import STATUS_OK
+
+# The workload flag of one whose median rate set its dtype's ceiling: calibration missed the
+# peak for those settings (a kernel the screen did not try, a clock it did not see).
+SET_THE_CEILING = "set-the-ceiling"
+
+
+def best_rates(workloads: Iterable[dict], p50_of) -> dict[str, tuple[float, str]]:
+    """The best median FLOP rate per dtype, and the workload that sustained it. `p50_of(w)` is
+    the workload's median time in seconds (None when it has none)."""
+    best: dict[str, tuple[float, str]] = {}
+    for w in workloads:
+        if w.get("status") != STATUS_OK or not w.get("flops") or w.get("wire_bytes"):
+            continue
+        p50 = p50_of(w)
+        if not p50 or p50 <= 0:
+            continue
+        rate = w["flops"] / p50
+        if rate > best.get(w["dtype"], (0.0, ""))[0]:
+            best[w["dtype"]] = (rate, w["id"])
+    return best
+
+
+def raised(ceilings: dict, rates: dict[str, tuple[float, str]], whose: str = "") -> dict:
+    """`ceilings` with each dtype's compute peak raised to the best rate a workload sustained
+    where that is higher, the calibrated peak and the workload kept beside it; the same dict
+    when nothing beats its ceiling. An MFU above 100% is a ceiling calibration missed, not a
+    kernel beating the hardware: dividing by the best rate seen keeps every MFU at or under
+    100% and says so."""
+    compute = ceilings.get("compute") or {}
+    changed = {}
+    for dtype, (rate, workload) in rates.items():
+        entry = compute.get(dtype) or {}
+        peak = entry.get("peak")
+        if not peak or rate <= peak:
+            continue
+        of = f"{whose} " if whose else ""
+        changed[dtype] = {
+            **entry,
+            "peak": rate,
+            "calibrated_peak": entry.get("calibrated_peak", peak),
+            "raised_by": f"{of}{workload}",
+            # how the calibrated peak was measured stays in its own fields (measured_method)
+            "method": f"raised to the best median rate a workload sustained ({of}{workload}, "
+            f"{rate / peak:.2f}x the calibrated {peak / 1e9:,.4g} GFLOP/s): calibration missed "
+            "the peak at these settings",
+        }
+        if entry.get("method"):
+            changed[dtype]["calibrated_method"] = entry.get("calibrated_method", entry["method"])
+    if not changed:
+        return ceilings
+    return {**ceilings, "compute": {**compute, **changed}}
+
+
+def setters(ceilings: dict) -> set[str]:
+    """The workload ids (as `raised` named them) whose rate set a dtype's ceiling."""
+    return {entry["raised_by"].rsplit(" ", 1)[-1]
+            for entry in (ceilings.get("compute") or {}).values()
+            if isinstance(entry, dict) and entry.get("raised_by")}  # fmt: skip
+
+
+# The knobs that move a ceiling: a run divides by the ceilings of its own settings, so two runs
+# that differ in one of these cannot share one denominator even on one device (a 2-thread run
+# on a 1-thread ceiling read 134% MFU).
+CEILING_SETTINGS = ("threads", "float32_matmul_precision")
+
+
+def moved_settings(base_doc: dict, cand_doc: dict) -> list[str]:
+    """The ceiling-moving knobs whose values differ between the two runs."""
+    b, c = base_doc.get("knobs") or {}, cand_doc.get("knobs") or {}
+    return [k for k in CEILING_SETTINGS if b.get(k) != c.get(k)]
+
+
+def shared(base_doc: dict, cand_doc: dict) -> dict:
+    """One denominator for two runs on one device at one setting: the baseline's ceilings,
+    raised to the best rate either run's workloads sustained (so neither side's MFU passes
+    100%)."""
+    both = {}
+    for side, doc in (("baseline", base_doc), ("candidate", cand_doc)):
+        rates = best_rates(doc["workloads"], lambda w: (w.get("stats") or {}).get("p50_s"))
+        for dtype, (rate, wid) in rates.items():
+            if rate > both.get(dtype, (0.0, ""))[0]:
+                both[dtype] = (rate, f"{side} {wid}")
+    return raised(base_doc.get("ceilings") or {}, both)
+
+
+def denominator_text(same_device: bool, moved: list[str], profile_hash: str | None) -> str:
+    """Which ceilings a comparison's MFU and fractions are against, in words."""
+    if not same_device:
+        return "each run's own ceilings (different devices)"
+    if moved:
+        return (f"each run's own ceilings at its own settings (one device; {', '.join(moved)} "
+                "differ, and they move the ceiling)")  # fmt: skip
+    if profile_hash:
+        return f"device profile {profile_hash}, shared by both runs (one device)"
+    return "the baseline's ceilings for both runs (one device)"
