@@ -236,18 +236,22 @@ def load_rubric(path: Path | str | None, known_checks: Iterable[str]) -> Rubric:
     )
 
 
+def _one_key_table(where: str, table: str, key: str, raw: object) -> object:
+    """The value of a rubric table that holds one key ([roofline], [risk]): a table, and no
+    other key (a misspelt one is named with the closest)."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: [{table}] must be a table")
+    for name in raw:
+        if name != key:
+            raise InputError(f"{where}: [{table}] unknown key {shown(name)}{closest(name, [key])}")
+    return raw.get(key)
+
+
 def _risk(where: str, raw: object) -> dict[str, float] | None:
     """The [risk] table: severity_weights, a weight from 0 to 1 for each severity."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise InputError(f"{where}: [risk] must be a table")
-    for key in raw:
-        if key != "severity_weights":
-            raise InputError(
-                f"{where}: [risk] unknown key {shown(key)}{closest(key, ['severity_weights'])}"
-            )
-    weights = raw.get("severity_weights")
+    weights = _one_key_table(where, "risk", "severity_weights", raw)
     expected = (f"a table with a weight from 0 to 1 for each of {', '.join(SEVERITIES)} "
                 "(e.g. { blocking = 1.0, major = 0.5, minor = 0.0 })")  # fmt: skip
     if not isinstance(weights, dict) or set(weights) != set(SEVERITIES):
@@ -266,14 +270,7 @@ def _roofline(where: str, raw: object) -> float | None:
     """The [roofline] table: below_roof_share, a share above 0 and at most 1."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise InputError(f"{where}: [roofline] must be a table")
-    for key in raw:
-        if key != "below_roof_share":
-            raise InputError(
-                f"{where}: [roofline] unknown key {shown(key)}{closest(key, ['below_roof_share'])}"
-            )
-    value = raw.get("below_roof_share")
+    value = _one_key_table(where, "roofline", "below_roof_share", raw)
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(value) or not 0 < value <= 1:
         raise InputError(
