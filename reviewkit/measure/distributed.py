@@ -34,6 +34,7 @@ from reviewkit.measure.rank_kernels import (
     build,
     link_ceiling,
     lockstep_samples,
+    remeasure_latency,
     step_samples,
     topology,
 )
@@ -367,6 +368,8 @@ def _measure(request, info, device, backend, specs, progress) -> dict | None:
                 progress(f"round {round_index + 1}: {specs[i].id}", step - 1, total)
                 _one_step(specs[i], i, round_index, one_round, policy, device, info, sync,
                           records)  # fmt: skip
+        progress("measuring the link's latency again", total, total)
+        remeasure_latency(link, device, world)
         dist.barrier()
         if doc is not None:
             doc["complete"] = True

@@ -209,9 +209,20 @@ def latency_method(backend: str, world: int) -> str:
         f"{backend}, {world} ranks: each op's smallest message (1 fp32 element; 1 per rank, "
         f"{world} in all, for all_gather, reduce_scatter and all_to_all; send/recv a ring, each "
         f"rank to the next), {coll.LATENCY_WARMUP_CALLS} warm-up calls then "
-        f"{coll.LATENCY_CALLS} calls each after a barrier, in {coll.LATENCY_TRIALS} trials; a "
-        "trial is each rank's median, the slowest rank's (max over ranks); alpha the best trial"
+        f"{coll.LATENCY_CALLS} calls each after a barrier, in {coll.LATENCY_TRIALS} trials, "
+        f"{' and '.join(coll.LATENCY_SITTINGS)}; a trial is each rank's median, the slowest "
+        "rank's (max over ranks); alpha the best trial"
     )
+
+
+def remeasure_latency(link: dict, device: torch.device, world: int) -> None:
+    """The second sitting of the latency trials, after the workloads: each op's alpha becomes
+    the best trial of both sittings (a stall of the host can outlast one sitting's trials).
+    Every rank must call this, after `link_ceiling`, with the same link table."""
+    if not link.get("latency_s"):
+        return
+    again = collective_latency(tuple(link["latency_s"]), device, world)
+    link["latency_s"] = {op: min(a, again[op]) for op, a in link["latency_s"].items()}
 
 
 def link_ceiling(profile: str, device: torch.device, backend: str, world: int, ops=None) -> dict:

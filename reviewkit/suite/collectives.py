@@ -161,9 +161,13 @@ LATENCY_WARMUP_CALLS = 5
 # Taken in LATENCY_TRIALS trials, each the slowest rank's median of its calls, alpha the best
 # trial: a stall of the shared VM during one trial (seen: a 1.04 ms send/recv median against
 # 0.30 ms for its 256 KiB message in the same run) is not the link's latency, as the link
-# ceiling takes its best trial too.
+# ceiling takes its best trial too. The trials are taken twice, before the workloads and after
+# them: a stall can outlast all three trials of one sitting (seen in CI: 2.85 ms for three
+# back-to-back send/recv trials, right after rank 0's calibration, against 0.33 ms for the
+# op's 256 KiB message later in the same run), and two sittings seconds apart rarely share one.
 LATENCY_TRIALS = 3
-LATENCY_CALLS = 48  # in all: 3 trials of 16
+LATENCY_CALLS = 48  # in all, per sitting: 3 trials of 16
+LATENCY_SITTINGS = ("before the workloads", "after them")
 # The compute workloads every rank also measures, to find stragglers: the suite's first gemm
 # and its first norm (one compute-bound, one memory-bound): the first of each layer type.
 STRAGGLER_PROBES = ("gemm", "norm")

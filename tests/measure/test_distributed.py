@@ -112,6 +112,7 @@ def test_collective_latency_is_measured_per_op(two_ranks):
     assert set(latency) == set(coll.OPS)  # the suite's ops (smoke measures all six)
     assert f"{coll.LATENCY_CALLS} calls" in link["latency_method"]
     assert "median" in link["latency_method"] and "max over ranks" in link["latency_method"]
+    assert "before the workloads and after them" in link["latency_method"]  # two sittings
     largest: dict[str, dict] = {}
     for w in doc["workloads"]:
         if w["layer_type"] != "collective":
