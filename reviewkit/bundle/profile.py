@@ -26,8 +26,19 @@ THOROUGHNESS = ("smoke", "quick", "full")
 CACHE_ENV = "REVIEWKIT_CACHE_DIR"
 # The calibration's kernels and statistics (measure/calibration.py, measure/trials.py): a
 # profile measured by another method is stale even on the same device and torch build. Bump it
-# with any change to what a ceiling means or how it is read from the trials.
-CALIBRATION_METHOD = 3
+# with any change to what a ceiling means or how it is read from the trials. 4: ceilings taken at
+# the run's own thread count and float32 matmul precision (before: every core torch would use by
+# default, whatever the run's), so a 1-thread run divides by a 1-thread peak.
+CALIBRATION_METHOD = 4
+# The settings a ceiling belongs to, the profile's cache key with the device: the intra-op
+# threads (a 2-thread run on a 1-thread ceiling read 134% MFU) and float32 matmul precision
+# (TF32 or bf16 passes for fp32 GEMMs). A GPU's ceilings do not move with the host's threads, so
+# there only the precision keys the profile; its power limit and clocks are recorded beside it
+# (`conditions`), and a change of them renews a cached profile.
+SETTING_KEYS = ("threads", "float32_matmul_precision")
+# torch.set_float32_matmul_precision's values
+FP32_MATMUL_PRECISIONS = ("highest", "high", "medium")
+GPU_SETTING_KEYS = ("float32_matmul_precision",)
 
 
 class ProfileError(InputError):
@@ -43,14 +54,49 @@ def cache_dir() -> Path:
     return Path(base) / "reviewkit"
 
 
-def cache_path(device_kind: str, fingerprint_hash: str, calibration: str) -> Path:
-    return cache_dir() / "profiles" / f"{device_kind}-{fingerprint_hash}-{calibration}.json"
+def setting_keys(device_kind: str) -> tuple[str, ...]:
+    return SETTING_KEYS if device_kind == "cpu" else GPU_SETTING_KEYS
 
 
-def candidates(device_kind: str, fingerprint_hash: str, calibration: str) -> list[Path]:
-    """Cache files that could serve a run of this calibration profile, most thorough first."""
+def keyed_settings(device_kind: str, settings: dict) -> dict:
+    """The settings that key a profile on this kind of device."""
+    return {k: settings.get(k) for k in setting_keys(device_kind)}
+
+
+def settings_slug(device_kind: str, settings: dict) -> str:
+    """The settings as a file-name part: `t2-highest` (CPU), `highest` (GPU)."""
+    parts = []
+    for key, value in keyed_settings(device_kind, settings).items():
+        parts.append(f"t{value}" if key == "threads" else str(value))
+    return "-".join(parts)
+
+
+def settings_text(settings: dict | None) -> str:
+    """The settings a profile was calibrated at, in words ("" when it records none)."""
+    if not settings:
+        return ""
+    words = []
+    if settings.get("threads") is not None:
+        n = settings["threads"]
+        words.append(f"{n} thread{'s' if n != 1 else ''}")
+    if settings.get("float32_matmul_precision"):
+        words.append(f"float32 matmul precision {settings['float32_matmul_precision']}")
+    return ", ".join(words)
+
+
+def cache_path(device_kind: str, fingerprint_hash: str, calibration: str, settings: dict) -> Path:
+    slug = settings_slug(device_kind, settings)
+    name = f"{device_kind}-{fingerprint_hash}-{calibration}-{slug}.json"
+    return cache_dir() / "profiles" / name
+
+
+def candidates(
+    device_kind: str, fingerprint_hash: str, calibration: str, settings: dict
+) -> list[Path]:
+    """Cache files that could serve a run of this calibration profile at these settings, most
+    thorough first."""
     at_least = THOROUGHNESS[THOROUGHNESS.index(calibration) :]
-    return [cache_path(device_kind, fingerprint_hash, c) for c in reversed(at_least)]
+    return [cache_path(device_kind, fingerprint_hash, c, settings) for c in reversed(at_least)]
 
 
 def content_hash(doc: dict) -> str:
@@ -83,6 +129,9 @@ def build(
         "fingerprint": fingerprint,
         "torch": torch_build,
         "threads": calibrated["threads"],
+        # what the ceilings belong to (the cache key) and, on a GPU, what they were taken under
+        "settings": calibrated["settings"],
+        "conditions": calibrated.get("conditions"),
         "datasheet_entry": calibrated.get("datasheet_entry"),
         "compute": calibrated["compute"],
         "memory": calibrated["memory"],
@@ -155,6 +204,12 @@ def validate(doc: object, path: Path) -> dict:
     _need(isinstance(doc.get("bandwidth"), dict)
           and _positive_or_null(doc["bandwidth"].get("peak")), path, "bandwidth.peak",
           "must be a positive number (bytes/s) or null")  # fmt: skip
+    settings = doc.get("settings")
+    _need(isinstance(settings, dict)
+          and all(isinstance(settings.get(k), str if k != "threads" else int)
+                  for k in setting_keys(str(doc.get("device")))), path, "settings",
+          "must give the threads (an integer) and float32_matmul_precision (a string) the "
+          "ceilings were calibrated at")  # fmt: skip
     for key in ("wall_s", "created_unix_s"):
         value = doc.get(key)
         _need(value is None or (finite_number(value) and value >= 0), path, key,
@@ -214,6 +269,48 @@ def refusal(doc: dict, path: Path, fingerprint: dict, torch_version: str) -> str
     return ""
 
 
+def settings_refusal(doc: dict, path: Path, settings: dict) -> str:
+    """Why this profile's ceilings are not those of a run at `settings` ("" when they are)."""
+    kind = str(doc.get("device"))
+    theirs = keyed_settings(kind, doc.get("settings") or {})
+    ours = keyed_settings(kind, settings)
+    if theirs == ours:
+        return ""
+    flags = []
+    if "threads" in ours:
+        flags.append(f"--threads {ours['threads']}")
+    flags.append(f"--float32-matmul-precision {ours['float32_matmul_precision']}")
+    return (
+        f"{path}: calibrated at {settings_text(theirs)}, but this run uses "
+        f"{settings_text(ours)}: a ceiling belongs to the settings that move it. Calibrate at "
+        f"these with `reviewkit calibrate {' '.join(flags)}`, or run with --recalibrate"
+    )
+
+
+def conditions_refusal(doc: dict, path: Path, conditions: dict | None) -> str:
+    """Why a GPU profile's ceilings were taken under other conditions than now (a power limit
+    or application clocks changed since), "" when they match or either side could not read
+    them."""
+    theirs = doc.get("conditions") or {}
+    if not conditions or not conditions.get("available") or not theirs.get("available"):
+        return ""
+    moved = [k for k in CONDITION_KEYS if theirs.get(k) != conditions.get(k)]
+    if not moved:
+        return ""
+    said = ", ".join(f"{k} {theirs.get(k)} -> {conditions.get(k)}" for k in moved)
+    return (
+        f"{path}: calibrated under other GPU conditions ({said}): the ceilings move with the "
+        "power limit and clocks. Calibrate again with `reviewkit calibrate`, or run with "
+        "--recalibrate"
+    )
+
+
+# The GPU conditions a profile's ceilings were taken under that renew it when they change: the
+# enforced power limit and the application clocks (the clocks a kernel runs at unless it is
+# power- or thermally-limited); the current clocks move with load and are not compared.
+CONDITION_KEYS = ("power_limit_w", "applications_sm_clock_mhz", "applications_memory_clock_mhz")
+
+
 def missing_dtypes(doc: dict, dtypes: list[str]) -> list[str]:
     return [d for d in dtypes if d not in doc["compute"]]
 
@@ -245,5 +342,7 @@ def ceilings_of(doc: dict, source: str, path: Path | None) -> dict:
             "calibration": doc.get("calibration"),
             "created_unix_s": doc.get("created_unix_s"),
             "fingerprint": doc["fingerprint"].get("hash"),
+            "settings": doc.get("settings"),
+            "conditions": doc.get("conditions"),
         },
     }

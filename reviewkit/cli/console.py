@@ -12,6 +12,7 @@ from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
 from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, shown_value
+from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
@@ -107,7 +108,7 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
         f"[bold]device profile {escape(str(doc['hash']))}[/] · "
         + escape(
             f"{fp.get('label')} (fingerprint {fp.get('hash')}) · torch "
-            f"{build.get('torch_version')} · {doc.get('threads')} threads · "
+            f"{build.get('torch_version')} · at {settings_text(doc.get('settings'))} · "
             f"{doc.get('calibration')} calibration in {doc.get('wall_s') or 0:.1f} s"
         ),
         highlight=False,
@@ -192,7 +193,9 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         console.print(
             escape(
                 f"device profile {profile['hash']} ({profile.get('source')}, "
-                f"{profile.get('calibration')} calibration)"
+                f"{profile.get('calibration')} calibration"
+                + (f", at {at}" if (at := settings_text(profile.get("settings"))) else "")
+                + ")"
             ),
             highlight=False,
         )

@@ -242,13 +242,22 @@ def calibrate(
     ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    threads: int | None = typer.Option(
+        None, help="intra-op threads to calibrate at (default: torch's, one per core); a run "
+        "divides by the ceilings of its own --threads",
+    ),
+    float32_matmul_precision: str = typer.Option(
+        "highest", help="highest | high | medium (torch.set_float32_matmul_precision): the "
+        "precision fp32 GEMMs may use, which moves the fp32 ceiling",
+    ),
     out: Path | None = typer.Option(
         None, help="also write the profile here (pin it later with --device-profile)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the profile as JSON"),
 ) -> None:
     """Measure this device's ceilings (GEMM per dtype, bandwidth per memory level) in repeated
-    trials and cache them as its device profile, which run and ab then divide by."""
+    trials, at one thread count and float32 matmul precision, and cache them as its device
+    profile for those settings, which run and ab then divide by."""
     from reviewkit.bundle import profile as profiles
     from reviewkit.cli.console import print_profile, stdout_console
     from reviewkit.measure import device_profile as obtaining
@@ -264,11 +273,20 @@ def calibrate(
         )
     if out is not None and out.exists() and out.is_dir():
         raise UsageError(f"--out {out}: is a folder; give a file name, e.g. {out / 'profile.json'}")
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads {threads}: expected a positive integer")
+    if float32_matmul_precision not in profiles.FP32_MATMUL_PRECISIONS:
+        raise UsageError(f"--float32-matmul-precision {float32_matmul_precision!r}: expected "
+                         f"one of {', '.join(profiles.FP32_MATMUL_PRECISIONS)}")  # fmt: skip
     dev = resolve_device(device)
     with _progress("calibrating") as on_progress:
-        doc = obtaining.new_profile(dev, dtypes, profile, lambda s: on_progress(s, 0, 0))
+        doc = obtaining.new_profile_at(
+            dev, dtypes, profile, threads, float32_matmul_precision, lambda s: on_progress(s, 0, 0)
+        )
     fp = doc["fingerprint"]
-    cached = profiles.save(doc, profiles.cache_path(dev.type, fp["hash"], profile))
+    cached = profiles.save(
+        doc, profiles.cache_path(dev.type, fp["hash"], profile, doc["settings"])
+    )
     if out is not None:
         profiles.save(doc, out)
     if as_json:

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import torch
 
+from reviewkit.analysis.ceilings import moved_settings
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
+from reviewkit.bundle import profile as profiles
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import overhead, runner, sensors
@@ -38,7 +40,7 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 PAIRING_KIND = "reviewkit.ab_pairing"
 PAIRING_FILE = "pairing.json"
 
-FP32_PRECISIONS = ("highest", "high", "medium")
+FP32_PRECISIONS = profiles.FP32_MATMUL_PRECISIONS
 ATTENTION_BACKENDS = {  # knob value -> torch.nn.attention.SDPBackend member
     "math": "MATH",
     "flash": "FLASH_ATTENTION",
@@ -279,15 +281,20 @@ def ab(
         docs[side.label] = doc
     try:
         dtypes = sorted({*base.dtypes, *cand.dtypes}, key=suite.DTYPES.index)
-        ceilings = obtain(
-            device, dtypes, request.profile,
-            Path(request.device_profile) if request.device_profile else None,
-            request.recalibrate, lambda step: progress(step, 0, len(pairs)),
-        ).ceilings()  # fmt: skip
-        for doc in docs.values():
-            doc["ceilings"] = ceilings
-        builders = _measure(pairs, (base, cand), docs, plan, policy, ceilings, device, energy,
-                            progress)  # fmt: skip
+        # Each side divides by the ceilings of its own settings: where the two differ in a
+        # setting that moves a ceiling (threads, float32 matmul precision) each side's profile
+        # is obtained under its own settings; else both share the baseline's.
+        own = moved_settings(docs[BASELINE], docs[CANDIDATE])
+        for side in (base, cand) if own else (base,):
+            with side.active():
+                obtained = obtain(
+                    device, dtypes, request.profile,
+                    Path(request.device_profile) if request.device_profile else None,
+                    request.recalibrate, lambda step: progress(step, 0, len(pairs)),
+                ).ceilings()  # fmt: skip
+            for label in (side.label,) if own else docs:
+                docs[label]["ceilings"] = obtained
+        builders = _measure(pairs, (base, cand), docs, plan, policy, device, energy, progress)
         measured_s = time.time() - started
         for side in (base, cand):  # each side's floors under its own settings
             begun = time.time()
@@ -309,7 +316,7 @@ def ab(
     return docs[BASELINE], docs[CANDIDATE], pairing
 
 
-def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progress) -> dict:
+def _measure(pairs, sides, docs, plan, policy, device, energy, progress) -> dict:
     """Every round: the plan's workload order, each workload under both mappings back to
     back; a pair that failed or spent its budget on either side sits out later rounds. Returns
     each side's build cache, which the overhead phase reuses."""
@@ -332,15 +339,15 @@ def _measure(pairs, sides, docs, plan, policy, ceilings, device, energy, progres
                 continue
             both = None
             if None not in indices.values():
-                both = _measure_pair(turn, indices, docs, builders, device, one_round, policy,
-                                     ceilings)  # fmt: skip
+                both = _measure_pair(turn, indices, docs, builders, device, one_round, policy)
             for side in turn:
                 i = indices[side.label]
                 if i is None:
                     continue
                 workloads = docs[side.label]["workloads"]
                 measured = both[side.label] if both is not None else runner.measure_workload(
-                    side.specs[i], device, one_round, ceilings, workloads[i]["reproduce"],
+                    side.specs[i], device, one_round, docs[side.label]["ceilings"],
+                    workloads[i]["reproduce"],
                     energy, whole_budget=policy, mapping=side, builder=builders[side.label],
                 )  # fmt: skip
                 workloads[i] = rounds_mod.merge_round(workloads[i], measured, r)
@@ -355,14 +362,14 @@ ALTERNATING_ENERGY = (
 )
 
 
-def _measure_pair(turn, indices, docs, builders, device, policy, whole, ceilings) -> dict | None:
+def _measure_pair(turn, indices, docs, builders, device, policy, whole) -> dict | None:
     """One round of one workload under both mappings, call by call (timing.collect_alternating).
     None when a side cannot take part (predicted over budget, or its build or a call fails):
     the caller then measures each side on its own, which records why."""
     specs = [side.specs[indices[side.label]] for side in turn]
     calls_needed = whole.warmup_calls + 1
-    for spec in specs:
-        bound = runner.predicted_call_s(spec, ceilings)
+    for side, spec in zip(turn, specs, strict=True):
+        bound = runner.predicted_call_s(spec, docs[side.label]["ceilings"])
         if bound is not None and bound * calls_needed > whole.budget_s:
             return None
     try:

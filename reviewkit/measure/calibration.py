@@ -9,17 +9,22 @@ measured per level of the hierarchy with a stream whose working set fits that le
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from reviewkit.common.format import binary_size
 from reviewkit.measure import hierarchy
-from reviewkit.measure.device import device_name, device_timed, first_line
+from reviewkit.measure.device import (
+    current_settings,
+    device_conditions,
+    device_name,
+    device_timed,
+    first_line,
+)
 from reviewkit.measure.timing import Clock, SamplingPolicy, collect_samples
 from reviewkit.measure.trials import (
     BEST,
@@ -94,20 +99,6 @@ COPY_MIN_WORKING_SET = 8 << 20
 DRAM_COPY_MIN_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
 DRAM_OVER_LLC = 4
 GPU_COPY_BYTES = 1 << 30
-
-
-@contextlib.contextmanager
-def device_threads() -> Iterator[int]:
-    """Calibrate on every core torch would use by default: a ceiling is the device's, not the
-    run's --threads (a 1-thread run then reads about half the MFU of a 2-thread one, which is
-    what it sustains of the device)."""
-    before = torch.get_num_threads()
-    full = default_threads()
-    torch.set_num_threads(full)
-    try:
-        yield full
-    finally:
-        torch.set_num_threads(before)
 
 
 def default_threads() -> int:
@@ -395,21 +386,24 @@ def calibrate(
     each ceiling are spread over the whole calibration rather than bunched in one second."""
     entry = ceilings.lookup(device_name(device)) if device.type != "cpu" else None
     count = TRIALS[profile]
-    with device_threads() as threads:
-        screens = []
-        for dtype in dtypes:
-            on_step(f"screening {dtype} GEMM sizes")
-            screens.append(screen_compute(dtype, device, profile, clock))
-        levels = memory_levels(device, caches_bytes or {})
-        mem = memory_plan(device, profile, levels)
-        makers = {f"{s.dtype} {c}": m for s in screens for c, (m, _) in s.finalists.items()}
-        work = {f"{s.dtype} {c}": w for s in screens for c, (_, w) in s.finalists.items()}
-        makers.update({f"memory {name}": m for name, (m, _, _) in mem.items()})
-        work.update({f"memory {name}": w for name, (_, w, _) in mem.items()})
-        on_step(f"{count} trials of {len(makers)} ceilings")
-        quantiles = dict.fromkeys(makers, BEST)
-        quantiles.update({f"memory {lv.name}": MEDIAN for lv in levels if lv.shared})
-        trials = run_trials(makers, work, count, TRIAL_POLICY, clock, quantiles=quantiles)
+    # At the caller's settings (the run's threads and float32 matmul precision): a ceiling
+    # belongs to the settings that move it, and the profile is keyed by them.
+    settings = current_settings(device)
+    threads = torch.get_num_threads()
+    screens = []
+    for dtype in dtypes:
+        on_step(f"screening {dtype} GEMM sizes")
+        screens.append(screen_compute(dtype, device, profile, clock))
+    levels = memory_levels(device, caches_bytes or {})
+    mem = memory_plan(device, profile, levels)
+    makers = {f"{s.dtype} {c}": m for s in screens for c, (m, _) in s.finalists.items()}
+    work = {f"{s.dtype} {c}": w for s in screens for c, (_, w) in s.finalists.items()}
+    makers.update({f"memory {name}": m for name, (m, _, _) in mem.items()})
+    work.update({f"memory {name}": w for name, (_, w, _) in mem.items()})
+    on_step(f"{count} trials of {len(makers)} ceilings")
+    quantiles = dict.fromkeys(makers, BEST)
+    quantiles.update({f"memory {lv.name}": MEDIAN for lv in levels if lv.shared})
+    trials = run_trials(makers, work, count, TRIAL_POLICY, clock, quantiles=quantiles)
     compute = {}
     for screen in screens:
         own = {
@@ -439,6 +433,8 @@ def calibrate(
         "bandwidth": bandwidth,
         "memory": memory,
         "threads": threads,
+        "settings": settings,
+        "conditions": device_conditions(device),
         "datasheet_entry": entry.name if entry else None,
     }
 

@@ -77,6 +77,30 @@ def device_timed(fn: Callable[[], object], device: torch.device) -> Callable[[],
     return timed_call(fn, time.perf_counter, synchroniser(device))
 
 
+def current_settings(device: torch.device) -> dict:
+    """The settings this process holds that move a ceiling (bundle/profile.py SETTING_KEYS): the
+    intra-op threads and float32 matmul precision, as torch reports them now."""
+    return {
+        "threads": torch.get_num_threads(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+
+
+def gpu_uuid(device: torch.device) -> str | None:
+    """torch's UUID of a CUDA device (NVML finds the same board by it), None elsewhere."""
+    if device.type != "cuda":
+        return None
+    try:
+        return str(torch.cuda.get_device_properties(device).uuid)
+    except (AttributeError, RuntimeError):  # older torch, or a device that will not say
+        return None
+
+
+def device_conditions(device: torch.device) -> dict | None:
+    """What a GPU's ceilings are taken under (power limit, clocks); None for other devices."""
+    return sensors.gpu_conditions(device.type, device.index, gpu_uuid(device))
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()

@@ -10,8 +10,14 @@ from pathlib import Path
 import torch
 
 from reviewkit.bundle import profile as profiles
-from reviewkit.measure.calibration import calibrate
-from reviewkit.measure.device import device_fingerprint, device_name, torch_build
+from reviewkit.measure.calibration import calibrate, default_threads
+from reviewkit.measure.device import (
+    current_settings,
+    device_conditions,
+    device_fingerprint,
+    device_name,
+    torch_build,
+)
 from reviewkit.suite import workloads as suite
 
 CACHED, CALIBRATED, PINNED = "cached", "calibrated", "pinned"
@@ -60,6 +66,26 @@ def new_profile(
     )
 
 
+def new_profile_at(
+    device: torch.device,
+    dtypes: Sequence[str],
+    calibration: str,
+    threads: int | None,
+    float32_matmul_precision: str,
+    on_step: Callable[[str], None] = lambda _: None,
+) -> dict:
+    """`new_profile` at these settings (threads None: torch's default, one per core), the
+    process's own restored afterwards."""
+    before = torch.get_num_threads(), torch.get_float32_matmul_precision()
+    torch.set_num_threads(threads or default_threads())
+    torch.set_float32_matmul_precision(float32_matmul_precision)
+    try:
+        return new_profile(device, dtypes, calibration, on_step)
+    finally:
+        torch.set_num_threads(before[0])
+        torch.set_float32_matmul_precision(before[1])
+
+
 def _pinned_remedy(message: str) -> str:
     return message.replace(", or run with --recalibrate", ", or drop --device-profile")
 
@@ -72,15 +98,20 @@ def obtain(
     recalibrate: bool = False,
     on_step: Callable[[str], None] = lambda _: None,
 ) -> Obtained:
-    """The profile a run divides by.
+    """The profile a run divides by, at the settings this process holds now (the run's threads
+    and float32 matmul precision: set them before calling).
 
-    `pinned` (--device-profile) must be this device's and this torch build's, and cover every
-    dtype, or it is refused. Otherwise the cache is read (the most thorough calibration at
-    least `calibration`), unless `recalibrate`; a cached profile that is corrupt, stale or
-    another device's, or lacks a dtype, is measured again (for every dtype it had and every
-    dtype asked for) and the cache rewritten."""
+    `pinned` (--device-profile) must be this device's and this torch build's, taken at these
+    settings, and cover every dtype, or it is refused. Otherwise the cache is read (the most
+    thorough calibration at least `calibration`, at these settings), unless `recalibrate`; a
+    cached profile that is corrupt, stale or another device's, taken under other GPU
+    conditions, or lacks a dtype, is measured again (for every dtype it had and every dtype
+    asked for) and the cache rewritten. A combination of settings never calibrated on this
+    device is calibrated on first use and cached like any other."""
     fp = device_fingerprint(device) or {"hash": device.type, "label": device.type}
     version = torch.__version__
+    settings = current_settings(device)
+    conditions = device_conditions(device)
     wanted = sorted(set(dtypes), key=suite.DTYPES.index)
     if pinned is not None:
         # --recalibrate does not apply to a pinned profile: the remedy is another file, or none.
@@ -88,7 +119,9 @@ def obtain(
             doc = profiles.load(pinned)
         except profiles.ProfileError as exc:
             raise profiles.ProfileError(_pinned_remedy(str(exc))) from None
-        why = profiles.refusal(doc, pinned, fp, version)
+        why = (profiles.refusal(doc, pinned, fp, version)
+               or profiles.settings_refusal(doc, pinned, settings)
+               or profiles.conditions_refusal(doc, pinned, conditions))  # fmt: skip
         if why:
             raise profiles.ProfileError(_pinned_remedy(why))
         missing = profiles.missing_dtypes(doc, wanted)
@@ -103,7 +136,7 @@ def obtain(
     renewed = ""
     keep: list[str] = []
     if not recalibrate:
-        for path in profiles.candidates(device.type, fp["hash"], calibration):
+        for path in profiles.candidates(device.type, fp["hash"], calibration, settings):
             if not path.exists():
                 continue
             # Said without the path: it is the user's cache folder, and the reason travels in
@@ -113,7 +146,9 @@ def obtain(
             except profiles.ProfileError as exc:
                 renewed = str(exc).replace(str(path), CACHED_PROFILE)
                 continue
-            why = profiles.refusal(doc, path, fp, version)
+            why = (profiles.refusal(doc, path, fp, version)
+                   or profiles.settings_refusal(doc, path, settings)
+                   or profiles.conditions_refusal(doc, path, conditions))  # fmt: skip
             if why:
                 renewed = why.replace(str(path), CACHED_PROFILE)
                 continue
@@ -128,7 +163,9 @@ def obtain(
     everything = sorted({*wanted, *keep}, key=suite.DTYPES.index)
     doc = new_profile(device, everything, calibration, on_step)
     try:
-        path = profiles.save(doc, profiles.cache_path(device.type, fp["hash"], calibration))
+        path = profiles.save(
+            doc, profiles.cache_path(device.type, fp["hash"], calibration, doc["settings"])
+        )
     except profiles.ProfileError as exc:
         # A cache that cannot be written costs the next run a calibration, never this run.
         on_step(f"device profile not cached: {exc}")

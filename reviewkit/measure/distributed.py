@@ -343,15 +343,22 @@ def _measure(request, info, device, backend, specs, progress) -> dict | None:
             raise RankFailure(why)
         ceilings = [None]
         if rank == 0:
-            obtained = obtain(
-                device, r.dtypes, r.profile,
-                Path(r.device_profile) if r.device_profile else None, r.recalibrate,
-                lambda s: progress(s, 0, len(specs)),
-            )  # fmt: skip
+            rank_threads, on_host = torch.get_num_threads(), hosts.count(hosts[0])
+            # The ranks on a host run at once: the ceilings they share are the host's at all of
+            # their threads together, each rank then taking its share (share_ceilings).
+            if device.type == "cpu":
+                torch.set_num_threads(rank_threads * on_host)
+            try:
+                obtained = obtain(
+                    device, r.dtypes, r.profile,
+                    Path(r.device_profile) if r.device_profile else None, r.recalibrate,
+                    lambda s: progress(s, 0, len(specs)),
+                )  # fmt: skip
+            finally:
+                torch.set_num_threads(rank_threads)
             ceilings = [obtained.ceilings()]
             if device.type == "cpu":
-                ceilings = [share_ceilings(ceilings[0], torch.get_num_threads(),
-                                           hosts.count(hosts[0]))]  # fmt: skip
+                ceilings = [share_ceilings(ceilings[0], rank_threads, on_host)]
         dist.broadcast_object_list(ceilings, src=0)
         progress("measuring the link", 0, len(specs))
         link = link_ceiling(r.profile, device, backend, world)

@@ -30,6 +30,7 @@ from reviewkit.measure.device import (
     device_name,
     device_timed,
     first_line,
+    gpu_uuid,
     resolve_device,
     torch_build,
 )
@@ -213,13 +214,8 @@ class _EnergyWindow:
 
 def energy_source(device: torch.device, powercap: Path = sensors.POWERCAP) -> EnergySource:
     """The energy meter for this device (RAPL for cpu, NVML for cuda), or why there is none."""
-    uuid = None
-    if device.type == "cuda":
-        try:
-            uuid = str(torch.cuda.get_device_properties(device).uuid)
-        except (RuntimeError, AttributeError):
-            uuid = None  # found by index instead; the meter's method says so
-    return sensors.energy_meter(device.type, device.index, powercap, uuid)
+    # without a UUID the meter finds the GPU by index, and its method says so
+    return sensors.energy_meter(device.type, device.index, powercap, gpu_uuid(device))
 
 
 def energy_meter_doc(source: EnergySource) -> dict:

@@ -311,6 +311,34 @@ def energy_meter(
     )  # fmt: skip
 
 
+def gpu_conditions(device_type: str, device_index: int | None = 0, gpu_uuid: str | None = None,
+                   nvml: Any = None) -> dict | None:
+    """What a GPU's ceilings are taken under, as NVML reports it: the enforced power limit (W),
+    the application clocks and the maximum SM clock (MHz). None for a device that is not a CUDA
+    GPU; `available: False` and why where NVML cannot say. `nvml`: a module standing in for
+    pynvml (tests)."""
+    if device_type != "cuda":
+        return None
+    if nvml is None:
+        nvml, ok = open_nvml("the GPU's power limit and clocks")
+        if nvml is None:
+            return {"available": False, "reason": ok.reason}
+    try:
+        handle, label = nvml_handle(nvml, device_index or 0, gpu_uuid)
+        return {
+            "available": True,
+            "power_limit_w": nvml.nvmlDeviceGetEnforcedPowerLimit(handle) * MILLI,
+            "applications_sm_clock_mhz": nvml.nvmlDeviceGetApplicationsClock(
+                handle, nvml.NVML_CLOCK_SM),
+            "applications_memory_clock_mhz": nvml.nvmlDeviceGetApplicationsClock(
+                handle, nvml.NVML_CLOCK_MEM),
+            "max_sm_clock_mhz": nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),
+            "method": f"NVML, {label}: enforced power limit, application and maximum clocks",
+        }  # fmt: skip
+    except Exception as exc:  # NVMLError subclasses: not supported on this board, no permission
+        return {"available": False, "reason": f"NVML could not read power limit or clocks: {exc}"}
+
+
 def temperatures_c(root: Path = THERMAL) -> tuple[dict[str, float], Availability]:
     """Current temperature of every readable thermal zone, by its type."""
     zones = sorted(root.glob("thermal_zone*")) if root.is_dir() else []

@@ -30,7 +30,10 @@ SAMPLE = Path(__file__).parents[2] / "samples" / "cpu-quick-epyc-2core" / "run.j
 RUN = json.loads(SAMPLE.read_text())
 RUN["workloads"] = RUN["workloads"][:6]
 PROFILE = profiles.build(
-    calibrated={k: RUN["ceilings"][k] for k in ("compute", "memory", "bandwidth", "threads")},
+    calibrated={
+        **{k: RUN["ceilings"][k] for k in ("compute", "memory", "bandwidth", "threads")},
+        "settings": {"threads": RUN["ceilings"]["threads"], "float32_matmul_precision": "highest"},
+    },
     fingerprint=RUN["environment"]["fingerprint"],
     torch_build={"torch_version": RUN["environment"]["torch_version"]},
     device="cpu",

@@ -228,3 +228,26 @@ def test_a_ceiling_raised_to_the_next_level_out_says_so():
     console.print(ceilings_table(ceilings))
     l2_row = next(line for line in console.export_text().splitlines() if "memory l2" in line)
     assert "measured" in l2_row and "raised" not in l2_row
+
+
+def test_calibrate_at_a_thread_count_and_matmul_precision_keys_the_cached_profile(tmp_path):
+    import os
+
+    env = {**os.environ, "REVIEWKIT_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run(
+        [sys.executable, "-m", "reviewkit", "calibrate", "--profile", "smoke", "--dtype", "fp32",
+         "--threads", "1", "--float32-matmul-precision", "high", "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["settings"] == {"threads": 1, "float32_matmul_precision": "high"}
+    assert doc["threads"] == 1  # calibrated at the thread count asked for, not every core
+    (cached,) = (tmp_path / "cache" / "profiles").iterdir()
+    assert cached.name.endswith("-smoke-t1-high.json")
+    bad = subprocess.run(
+        [sys.executable, "-m", "reviewkit", "calibrate", "--float32-matmul-precision", "tf32"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert bad.returncode != 0
+    assert "--float32-matmul-precision 'tf32': expected one of highest, high, medium" in bad.stderr

@@ -56,7 +56,11 @@ def test_an_interleaved_run_pairs_two_ordinary_bundles(tmp_path):
     assert torch.get_num_threads() == threads  # the process's setting is restored
     assert base["complete"] and cand["complete"]
     assert base["knobs"]["threads"] == 1 and cand["knobs"]["threads"] == threads
-    assert base["ceilings"] == cand["ceilings"]  # one calibration: one denominator
+    # a ceiling belongs to the settings that move it: each side divides by a profile calibrated
+    # at its own thread count (one profile, shared, where the machine has one thread anyway)
+    at = [doc["ceilings"]["profile"]["settings"]["threads"] for doc in (base, cand)]
+    assert at == [1, threads]
+    assert (base["ceilings"] == cand["ceilings"]) == (threads == 1)
     assert base["pairing"]["id"] == cand["pairing"]["id"] == pairing["id"]
     assert (base["pairing"]["side"], cand["pairing"]["side"]) == ("baseline", "candidate")
     assert pairing["aa"] is False and pairing["rounds"] == 3

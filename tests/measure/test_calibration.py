@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -208,8 +209,14 @@ HERE = {"hash": "aaaa1111", "label": "AMD EPYC · Zen 3 · AVX2 · 2 cores", "fa
 ELSEWHERE = {"hash": "bbbb2222", "label": "AMD EPYC · Zen 5 · AVX-512 BF16 · 2 cores"}
 
 
+def _now() -> dict:
+    """The settings this test process holds (what obtain keys the cache by)."""
+    return {"threads": torch.get_num_threads(),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}  # fmt: skip
+
+
 def _profile(fingerprint=HERE, torch_version=torch.__version__, dtypes=("fp32",),
-             calibration="quick") -> dict:  # fmt: skip
+             calibration="quick", settings=None) -> dict:  # fmt: skip
     compute = {d: {"peak": 1e11, "source": "measured", "measured": 1e11} for d in dtypes}
     memory = [{"level": "l1", "capacity_bytes": 32768, "peak": 2e11},
               {"level": "dram", "capacity_bytes": None, "peak": 3e10}]  # fmt: skip
@@ -217,6 +224,7 @@ def _profile(fingerprint=HERE, torch_version=torch.__version__, dtypes=("fp32",)
         "compute": compute,
         "memory": memory,
         "threads": 2,
+        "settings": settings or _now(),
         "bandwidth": {"peak": 3e10, "source": "measured"},
     }
     return profiles.build(
@@ -251,7 +259,7 @@ def here(monkeypatch, tmp_path):
 
 
 def _cache(doc: dict, calibration: str = "quick"):
-    path = profiles.cache_path("cpu", HERE["hash"], calibration)
+    path = profiles.cache_path("cpu", HERE["hash"], calibration, _now())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
     return path
@@ -298,9 +306,8 @@ def test_stale_or_foreign_cached_profiles_are_measured_again(here, stored, reaso
     assert reason in got.renewed_because
     assert got.ceilings()["profile"]["renewed_because"] == got.renewed_because
     # and the cache now holds the new one
-    assert (
-        profiles.load(profiles.cache_path("cpu", HERE["hash"], "quick"))["hash"] == got.doc["hash"]
-    )
+    cached = profiles.load(profiles.cache_path("cpu", HERE["hash"], "quick", _now()))
+    assert cached["hash"] == got.doc["hash"]
 
 
 @pytest.mark.parametrize(
@@ -320,7 +327,7 @@ def test_stale_or_foreign_cached_profiles_are_measured_again(here, stored, reaso
     ],
 )
 def test_a_corrupt_cached_profile_is_recalibrated_never_a_crash(here, text, reason):
-    path = profiles.cache_path("cpu", HERE["hash"], "quick")
+    path = profiles.cache_path("cpu", HERE["hash"], "quick", _now())
     path.parent.mkdir(parents=True)
     path.write_text(text)
     got = obtaining.obtain(CPU, ["fp32"], "quick")
@@ -378,3 +385,104 @@ def test_a_cache_that_cannot_be_written_costs_a_calibration_never_the_run(here, 
     got = obtaining.obtain(CPU, ["fp32"], "quick", on_step=steps.append)
     assert got.source == "calibrated" and got.path is None
     assert any("not cached" in s and "cannot write the device profile" in s for s in steps)
+
+
+# --- ceilings keyed by the settings that move them --------------------------------------------
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_run_at_other_settings_is_calibrated_at_its_own_and_cached_apart(here, one_thread):
+    torch.set_num_threads(1)
+    first = obtaining.obtain(CPU, ["fp32"], "quick")
+    assert first.source == "calibrated" and first.doc["settings"]["threads"] == 1
+    torch.set_num_threads(3)
+    second = obtaining.obtain(CPU, ["fp32"], "quick")
+    # a 3-thread run is not served the 1-thread profile: a second calibration, its own file
+    assert second.source == "calibrated" and here == [["fp32"], ["fp32"]]
+    assert second.doc["settings"]["threads"] == 3 and second.path != first.path
+    assert second.path.name.endswith("-quick-t3-highest.json")
+    torch.set_num_threads(1)
+    again = obtaining.obtain(CPU, ["fp32"], "quick")
+    assert again.source == "cached" and again.path == first.path and len(here) == 2
+    # the run records which settings its ceilings belong to
+    assert again.ceilings()["profile"]["settings"] == {
+        "threads": 1, "float32_matmul_precision": "highest"}  # fmt: skip
+
+
+def test_a_pinned_profile_of_other_settings_is_refused_with_the_command_to_fix_it(
+    here, one_thread, tmp_path
+):
+    pinned = tmp_path / "pinned.json"
+    pinned.write_text(json.dumps(_profile(
+        settings={"threads": 2, "float32_matmul_precision": "high"})))  # fmt: skip
+    with pytest.raises(profiles.ProfileError) as caught:
+        obtaining.obtain(CPU, ["fp32"], "quick", pinned=pinned)
+    said = str(caught.value)
+    assert f"{pinned}: calibrated at 2 threads, float32 matmul precision high" in said
+    assert "this run uses 1 thread, float32 matmul precision highest" in said
+    assert "`reviewkit calibrate --threads 1 --float32-matmul-precision highest`" in said
+    assert said.endswith("or drop --device-profile") and here == []  # nothing calibrated
+
+
+def test_gpu_profiles_are_keyed_by_precision_only_and_renewed_when_the_power_limit_moves():
+    gpu = {"threads": 8, "float32_matmul_precision": "high"}
+    assert profiles.settings_slug("cuda", gpu) == "high"  # the host's threads do not key it
+    assert profiles.settings_slug("cpu", gpu) == "t8-high"
+    doc = {"device": "cuda", "settings": {"threads": 2, "float32_matmul_precision": "high"},
+           "conditions": {"available": True, "power_limit_w": 700.0,
+                          "applications_sm_clock_mhz": 1980,
+                          "applications_memory_clock_mhz": 3201}}  # fmt: skip
+    path = Path("p.json")
+    assert profiles.settings_refusal(doc, path, gpu) == ""
+    now = {**doc["conditions"], "power_limit_w": 500.0}
+    said = profiles.conditions_refusal(doc, path, now)
+    assert "power_limit_w 700.0 -> 500.0" in said and "applications_sm_clock" not in said
+    assert profiles.conditions_refusal(doc, path, doc["conditions"]) == ""
+    # conditions NVML could not read renew nothing: nothing to compare
+    assert profiles.conditions_refusal(doc, path, {"available": False, "reason": "x"}) == ""
+    assert profiles.conditions_refusal(doc, path, None) == ""
+
+
+class FakeNvml:
+    """pynvml's calls gpu_conditions makes, answering as an H200 at its 700 W limit would."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return ("handle", index)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        return 700_000  # milliwatts
+
+    def nvmlDeviceGetApplicationsClock(self, handle, clock):
+        return {1: 1980, 2: 3201}[clock]
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock):
+        return 1980
+
+
+def test_gpu_conditions_read_the_power_limit_in_watts_and_the_clocks():
+    from reviewkit.measure import sensors
+
+    got = sensors.gpu_conditions("cuda", 0, None, nvml=FakeNvml())
+    assert got["available"] is True
+    assert got["power_limit_w"] == pytest.approx(700.0)  # 700,000 mW
+    assert (got["applications_sm_clock_mhz"], got["applications_memory_clock_mhz"]) == (1980, 3201)
+    assert sensors.gpu_conditions("cpu") is None
+
+    class Refusing(FakeNvml):
+        def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+            raise RuntimeError("Not Supported")
+
+    broken = sensors.gpu_conditions("cuda", 0, None, nvml=Refusing())
+    assert broken == {
+        "available": False,
+        "reason": "NVML could not read power limit or clocks: Not Supported",
+    }

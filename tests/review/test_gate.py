@@ -332,6 +332,7 @@ def _device_profile_review(tmp_path, run_fingerprint: dict):
         "memory": memory,
         "bandwidth": {"peak": 3e10},
         "threads": 2,
+        "settings": {"threads": 2, "float32_matmul_precision": "highest"},
     }
     doc = profiles.build(
         calibrated=calibrated,

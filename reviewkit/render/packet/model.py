@@ -5,6 +5,7 @@ from __future__ import annotations
 from reviewkit import __version__
 from reviewkit.analysis.knobs import diff_rows, shown_value
 from reviewkit.analysis.platforms import MEASURED, PlatformMatrix, build_matrix
+from reviewkit.bundle.profile import settings_text
 from reviewkit.common import format as fmt
 from reviewkit.common.hashing import sha256_file
 from reviewkit.render.packet.bottlenecks import BOTTLENECK_FIELDS, class_text, layer_view
@@ -192,7 +193,9 @@ def _profile_fact(profile: dict) -> str:
         "pinned": "pinned with --device-profile",
         "review": "the review's runs.device_profile",
     }.get(str(profile.get("source")), str(profile.get("source")))
-    return f"{profile['hash']} ({where}, {profile.get('calibration')} calibration)"
+    at = settings_text(profile.get("settings"))
+    at = f", at {at}" if at else ""
+    return f"{profile['hash']} ({where}, {profile.get('calibration')} calibration{at})"
 
 
 def _environment(label: str, doc: dict) -> dict:
