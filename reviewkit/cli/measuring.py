@@ -241,7 +241,10 @@ def calibrate(
         "quick", help="how thorough: smoke | quick | full (sizes screened, trials)"
     ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
-    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    dtype: str = typer.Option(
+        ",".join(suite.DTYPES),
+        help="comma-separated: fp32,bf16,fp16, and int8, fp8 for quantized kernels' ceilings",
+    ),
     threads: int | None = typer.Option(
         None, help="intra-op threads to calibrate at (default: torch's, one per core); a run "
         "divides by the ceilings of its own --threads",
@@ -266,10 +269,11 @@ def calibrate(
     if profile not in suite.PROFILES:
         raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")
     dtypes = _dtypes(dtype)
-    unknown = [d for d in dtypes if d not in suite.DTYPES]
+    unknown = [d for d in dtypes if d not in suite.CEILING_DTYPES]
     if unknown or not dtypes:
         raise UsageError(
-            f"--dtype {dtype!r}: expected a comma-separated list of {', '.join(suite.DTYPES)}"
+            f"--dtype {dtype!r}: expected a comma-separated list of "
+            f"{', '.join(suite.CEILING_DTYPES)}"
         )
     if out is not None and out.exists() and out.is_dir():
         raise UsageError(f"--out {out}: is a folder; give a file name, e.g. {out / 'profile.json'}")

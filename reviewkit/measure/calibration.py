@@ -141,6 +141,60 @@ def gemm_maker(n: int, dtype: str, device: torch.device, layout: str) -> Maker:
     return make
 
 
+# The kernels that reach a low-precision GEMM ceiling in eager torch: integer (int8 x int8 ->
+# int32) and fp8 (e4m3 x e4m3, per-tensor scales, bf16 out) matmuls. Neither has an eager 3x3
+# convolution to screen beside it.
+LOW_PRECISION_GEMMS = {"int8": "torch._int_mm", "fp8": "torch._scaled_mm"}
+# fp8 matrix units arrived with compute capability 8.9 (Ada, Hopper); a CPU has none (torch
+# emulates fp8 GEMMs there, which would be a ceiling of the emulation, not of the device).
+FP8_MIN_CAPABILITY = (8, 9)
+
+
+def low_precision_unavailable(dtype: str, device: torch.device) -> str:
+    """Why this device has no `dtype` GEMM ceiling to measure ("" when it has one)."""
+    if dtype != "fp8":
+        return ""
+    if device.type != "cuda":
+        return (f"no fp8 matrix units on a {device.type} device (torch emulates fp8 GEMMs "
+                "there): no fp8 ceiling")  # fmt: skip
+    capability = torch.cuda.get_device_capability(device)
+    if capability < FP8_MIN_CAPABILITY:
+        need = ".".join(map(str, FP8_MIN_CAPABILITY))
+        return (f"fp8 GEMMs need compute capability {need} or newer; this GPU is "
+                f"{capability[0]}.{capability[1]}")  # fmt: skip
+    return ""
+
+
+def low_precision_gemm_maker(n: int, dtype: str, device: torch.device, layout: str) -> Maker:
+    """Builds one timed n x n x n int8 or fp8 matmul (LOW_PRECISION_GEMMS) in the given operand
+    layout, fresh inputs per build."""
+
+    def make() -> Callable[[], float]:
+        gen = _generator(device)
+        a = torch.randn(n, n, generator=gen, device=gen.device).to(device)
+        b = torch.randn(n, n, generator=gen, device=gen.device).to(device)
+        if dtype == "int8":
+            a8, b8 = (x.mul(32).clamp(-127, 127).to(torch.int8) for x in (a, b))
+            bt = b8.t() if layout == "nt" else b8
+
+            def mm() -> None:
+                with torch.inference_mode():
+                    torch._int_mm(a8, bt)
+
+        else:
+            a8, b8 = (x.to(torch.float8_e4m3fn) for x in (a, b))
+            bt = b8.t() if layout == "nt" else b8
+            one = torch.ones((), device=device)
+
+            def mm() -> None:
+                with torch.inference_mode():
+                    torch._scaled_mm(a8, bt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        return device_timed(mm, device)
+
+    return make
+
+
 @dataclass(frozen=True)
 class Screen:
     """One dtype's screen: the finalists carried into the trials, and how they were found."""
@@ -152,9 +206,15 @@ class Screen:
     failure: str = ""
 
     def method(self, trials: int, winner: str | None) -> str:
+        if not self.sizes:  # never screened: the device has no such units
+            return f"not measured: {self.failure.removeprefix('; ')}"
+        kernel = LOW_PRECISION_GEMMS.get(self.dtype)
+        what = (f"{kernel} over square sizes {list(self.sizes)} in layouts "
+                f"{'/'.join(GEMM_LAYOUTS)} (no eager convolution in {self.dtype})" if kernel
+                else f"torch.mm over square sizes {list(self.sizes)} in layouts "
+                f"{'/'.join(GEMM_LAYOUTS)} and 3x3 convolutions (cuDNN's TF32 off)")  # fmt: skip
         text = (
-            f"torch.mm over square sizes {list(self.sizes)} in layouts {'/'.join(GEMM_LAYOUTS)} "
-            f"and 3x3 convolutions (cuDNN's TF32 off): a screen, then {trials} interleaved "
+            f"{what}: a screen, then {trials} interleaved "
             f"trials of the best {len(self.finalists)} "
             f"({', '.join(self.finalists) or '-'}), fresh buffers each trial; each trial's rate "
             f"at its fastest call, the ceiling the best trial; best at {winner or '-'}"
@@ -176,9 +236,13 @@ def screen_compute(
     layout_rate: dict[str, float] = {}
     stopped: list[str] = []
     failure = ""
+    low_precision = dtype in LOW_PRECISION_GEMMS
+    if low_precision and (why := low_precision_unavailable(dtype, device)):
+        return Screen(dtype, {}, (), (), f"; {why}")
+    refused: set[str] = set()
     for n in sizes:
         for layout in GEMM_LAYOUTS:
-            if layout in stopped:
+            if layout in stopped or layout in refused:
                 continue
             if layout in layout_rate and (
                 2 * n**3 / layout_rate[layout] * calls_per_screen > SCREEN_POLICY.budget_s
@@ -186,10 +250,16 @@ def screen_compute(
                 stopped.append(layout)
                 continue
             config = f"n={n} {layout}"
-            maker = gemm_maker(n, dtype, device, layout)
+            maker = (low_precision_gemm_maker if low_precision else gemm_maker)(
+                n, dtype, device, layout
+            )
             try:
                 result = collect_samples(maker(), SCREEN_POLICY, clock)
             except (RuntimeError, NotImplementedError) as exc:
+                if low_precision:  # a layout the kernel does not take: the other may
+                    failure += f"; layout {layout} not screened: {first_line(exc)}"
+                    refused.add(layout)
+                    continue
                 failure = f"; screen stopped at n={n} ({layout}): {first_line(exc)}"
                 break
             rate = 2 * n**3 / fastest_s(result.samples_s or result.warmup_samples_s)
@@ -198,7 +268,9 @@ def screen_compute(
             layout_rate[layout] = max(rate, layout_rate.get(layout, 0.0))
         if failure:
             break
-    convs = GPU_CONV_SHAPES if device.type != "cpu" else CONV_SHAPES[profile]
+    convs = CONV_SHAPES[profile] if device.type == "cpu" else GPU_CONV_SHAPES
+    if low_precision:
+        convs = ()
     for channels, side in convs:
         config = f"conv3x3 c={channels} {side}x{side}"
         flops = 2.0 * channels * channels * 9 * side * side

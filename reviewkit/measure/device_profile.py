@@ -112,7 +112,7 @@ def obtain(
     version = torch.__version__
     settings = current_settings(device)
     conditions = device_conditions(device)
-    wanted = sorted(set(dtypes), key=suite.DTYPES.index)
+    wanted = sorted(set(dtypes), key=suite.CEILING_DTYPES.index)
     if pinned is not None:
         # --recalibrate does not apply to a pinned profile: the remedy is another file, or none.
         try:
@@ -129,7 +129,7 @@ def obtain(
             raise profiles.ProfileError(
                 f"{pinned}: has no {', '.join(missing)} ceiling; calibrate with "
                 f"`reviewkit calibrate --dtype "
-                f"{','.join(sorted({*doc['compute'], *missing}, key=suite.DTYPES.index))} "
+                f"{','.join(sorted({*doc['compute'], *missing}, key=suite.CEILING_DTYPES.index))} "
                 f"--out {pinned}`, or drop --device-profile"
             )
         return Obtained(doc, PINNED, pinned)
@@ -160,7 +160,7 @@ def obtain(
             return Obtained(doc, CACHED, path)
     else:
         renewed = "--recalibrate"
-    everything = sorted({*wanted, *keep}, key=suite.DTYPES.index)
+    everything = sorted({*wanted, *keep}, key=suite.CEILING_DTYPES.index)
     doc = new_profile(device, everything, calibration, on_step)
     try:
         path = profiles.save(

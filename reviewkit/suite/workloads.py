@@ -36,6 +36,10 @@ KERNEL_REVISION = 1
 PROFILES = ("smoke", "quick", "full")
 DEFAULT_PROFILE = "quick"
 DTYPES = ("fp32", "bf16", "fp16")
+# The dtypes a device profile can hold a compute ceiling for: the suite's, and the integer and
+# fp8 GEMMs a quantized mapping runs on (a ceiling belongs to its dtype: an int8 kernel divided
+# by the fp32 peak reads above 100%). Calibrated on request (`calibrate --dtype int8,fp8`).
+CEILING_DTYPES = (*DTYPES, "int8", "fp8")
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int64": 8}
 
 LAYER_TYPES = (

@@ -486,3 +486,42 @@ def test_gpu_conditions_read_the_power_limit_in_watts_and_the_clocks():
         "available": False,
         "reason": "NVML could not read power limit or clocks: Not Supported",
     }
+
+
+# --- int8 and fp8 ceilings --------------------------------------------------------------------
+
+
+def test_an_int8_ceiling_is_screened_on_integer_matmuls_and_fp8_is_refused_on_a_cpu():
+    from reviewkit.measure import calibration
+
+    screen = calibration.screen_compute("int8", CPU, "smoke")
+    assert screen.finalists and screen.sizes == calibration.GEMM_SIZES["smoke"]
+    assert not any(c.startswith("conv") for c in screen.finalists)  # no eager int8 conv
+    # each finalist's work is 2 n^3 integer ops: n=512 is 268,435,456
+    for config, (_, work) in screen.finalists.items():
+        n = int(config.split()[0].removeprefix("n="))
+        assert work == 2.0 * n**3
+    assert screen.method(3, "n=512 nn").startswith("torch._int_mm over square sizes")
+    fp8 = calibration.screen_compute("fp8", CPU, "smoke")
+    assert fp8.finalists == {} and fp8.sizes == ()
+    assert fp8.method(3, None) == (
+        "not measured: no fp8 matrix units on a cpu device (torch emulates fp8 GEMMs there): "
+        "no fp8 ceiling"
+    )
+
+
+def test_the_int8_kernel_timed_is_an_exact_integer_matmul(monkeypatch):
+    """What the int8 ceiling times is int8 x int8 -> int32, exactly: checked against the same
+    product in float64 (entries at most 127 in magnitude, n=64: every sum is an integer under
+    64 x 127^2 = 1,032,256, exact in float64)."""
+    from reviewkit.measure import calibration
+
+    seen = []
+    real = torch._int_mm
+    monkeypatch.setattr(torch, "_int_mm", lambda a, b: seen.append((a, b)) or real(a, b))
+    calibration.low_precision_gemm_maker(64, "int8", CPU, "nt")()()
+    ((a, b),) = seen
+    assert a.dtype == b.dtype == torch.int8 and a.abs().max() <= 127
+    got = real(a, b)
+    assert got.dtype == torch.int32
+    assert torch.equal(got.double(), a.double() @ b.double())
