@@ -222,6 +222,17 @@ def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path,
             "a profile's ceilings are one device's. Drop runs.device_profile, or cite runs "
             "from the profile's device"
         )
+    knobs = doc.get("knobs") or {}
+    kept = profiles.keyed_settings(str(profile.get("device")), profile.get("settings") or {})
+    ran = {k: knobs.get(k) for k in kept if knobs.get(k) is not None}
+    if any(kept[k] != v for k, v in ran.items()):
+        raise InputError(
+            f"{review_file}: key {key!r}: {path} ran at {profiles.settings_text(ran)}, but "
+            f"runs.device_profile ({where}) was calibrated at {profiles.settings_text(kept)}: a "
+            "ceiling belongs to the settings that move it. Drop runs.device_profile (each run "
+            "then divides by the profile it was measured with), or calibrate one at the run's "
+            "settings (`reviewkit calibrate --threads N --float32-matmul-precision P --out ...`)"
+        )
     ceilings = profiles.ceilings_of(profile, "review", where)
     return {**doc, "ceilings": ceilings}
 

@@ -418,3 +418,21 @@ def test_a_disproof_criterion_is_judged_on_the_interval_not_the_point(tmp_path):
     assert report.disproof[0]["status"] == "not disproved"
     assert "interval clear of the threshold" in report.disproof[0]["why"]
     assert status["disproof"] == "pass"
+
+
+def test_a_review_device_profile_of_other_settings_is_refused(tmp_path):
+    """The factory's runs ran at 2 threads, float32 matmul precision highest (runfactory.py);
+    a profile calibrated at 1 thread is not their denominator."""
+    from reviewkit.bundle import profile as profiles
+    from reviewkit.common.errors import InputError
+
+    path, doc = _device_profile_review(tmp_path, PROFILE_DEVICE)
+    one_thread = {**doc, "settings": {"threads": 1, "float32_matmul_precision": "highest"}}
+    profiles.save({**one_thread, "hash": profiles.content_hash(one_thread)},
+                  tmp_path / "profiles" / "device.json")  # fmt: skip
+    with pytest.raises(InputError) as info:
+        run_check(path)
+    message = str(info.value)
+    assert "ran at 2 threads, float32 matmul precision highest" in message
+    assert "was calibrated at 1 thread, float32 matmul precision highest" in message
+    assert "Drop runs.device_profile" in message
