@@ -28,6 +28,10 @@ def test_smoke_run_end_to_end(tmp_path):
     shown = reviewkit("show", str(out))
     assert shown.returncode == 0, shown.stderr
     assert "By layer type — fp32" in shown.stdout and "memory-stall" in shown.stdout
+    # which profile the run divided by, and the settings its ceilings belong to
+    threads = json.loads((out / "run.json").read_text())["knobs"]["threads"]
+    at = f"at {threads} thread{'s' if threads != 1 else ''}, float32 matmul precision highest)"
+    assert at in " ".join(shown.stdout.split())
     first = summary["workloads"][0]
     cmd = first["reproduce"].split()
     assert cmd[0] == "reviewkit"
