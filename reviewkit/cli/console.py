@@ -62,6 +62,17 @@ def _level_source(level: dict, outer: dict) -> str:
     return f"raised to {outer.get('level')}'s" if raised else "measured"
 
 
+def _main_level(level: dict, bw: dict) -> tuple[str, str]:
+    """Main memory's source and trials: a CPU's DRAM names its basis, and on the cores added
+    shows the one-thread copy's trials the ceiling came from, not the all-threads trials recorded
+    beside it (which can lie wholly under it)."""
+    source = bw.get("source", "") + (f", {level['basis']}" if level.get("basis") else "")
+    trials = level.get("cores_added_trials")
+    if level.get("basis") == "cores added" and trials:
+        return source, _interval({"low": min(trials), "high": max(trials), "trials": trials}, 1e9)
+    return source, _interval(level, 1e9)
+
+
 def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
     """Compute per dtype and bandwidth per memory level, each with the value used, its source
     and the spread of its trials (a bundle's `ceilings` or a device profile)."""
@@ -81,11 +92,16 @@ def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
     bw = c.get("bandwidth") or {}
     for i, level in enumerate(levels):
         main = i == len(levels) - 1
+        source, trials = (
+            _main_level(level, bw)
+            if main
+            else (_level_source(level, levels[i + 1]), _interval(level, 1e9))
+        )
         t.add_row(
             f"memory {level['level']} (GB/s, {_capacity(level.get('capacity_bytes'))})",
             gb(bw.get("peak") if main else level.get("peak")),
-            bw.get("source", "") if main else _level_source(level, levels[i + 1]),
-            _interval(level, 1e9),
+            source,
+            trials,
             gb(bw.get("datasheet")) if main else MISSING,
         )
     if not levels and bw:

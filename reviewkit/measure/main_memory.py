@@ -10,10 +10,12 @@ bandwidth: one figure (issue 30, item 2)"):
 - where the host put the two vCPUs. Under one L3 (a cache line's round trip 53-60 ns) the
   2-thread copy stayed at 36-39 GB/s on 2 MiB pages; apart (320-345 ns) it reached 60-63,
   0.90-0.98 of the two cores' one-thread rates added. The host moves them every 10-40 s and the
-  guest cannot choose, but a one-thread copy reads the same either way. So the ceiling is the
-  one-thread rate times the threads, with the all-threads trials recorded beside it in the two
-  modes they fell into. What remains between calibrations is the one-thread rate moving with
-  the host's load over tens of seconds (a few percent).
+  guest cannot choose, but a one-thread copy reads the same either way. So the ceiling a run
+  divides by is the one-thread rate times the threads ("cores added"), with the all-threads
+  trials recorded beside it in the two modes they fell into. Only from three threads up can the
+  all-threads copy replace it ("all threads", PAIRED_FLOOR); at two threads it never does.
+  What remains between calibrations is the one-thread rate moving with the host's load over
+  tens of seconds (a few percent).
 """
 
 from __future__ import annotations
@@ -37,14 +39,18 @@ SMAPS = Path("/proc/self/smaps")
 # path of its own: on the VM such trials read 0.92-0.98 of it, those with both vCPUs on one CCD
 # 0.56-0.60 (2 MiB pages) and 0.66-0.71 (4 KiB pages). The modes are recorded, not used.
 UNSHARED_SHARE = 0.8
-# With more than two threads, the added one-thread rates are the ceiling only when the
-# all-threads copy's best trial reached at least this share of them. Threads placed two to a
+# From PAIRED_FLOOR_MIN_THREADS threads up, the added one-thread rates are the ceiling only when
+# the all-threads copy's best trial reached at least this share of them. Threads placed two to a
 # shared path still draw at least one core's rate per pair (the VM's one-CCD placement:
 # 0.56-0.71), so below half something all threads share holds them: the memory controllers of a
-# many-core host, whose measured all-threads rate is then the ceiling. Two threads cannot fall
-# under it that way (a pair is all of them); only a thread waiting for its core can, as on the
-# VM while CI ran beside a calibration (23.6 GB/s), so with two threads the floor does not apply.
+# many-core host, whose measured all-threads rate (its median trial) is then the ceiling.
 PAIRED_FLOOR = 0.5
+# Two threads are one pair: half their added rates is one core's own rate, which the one-thread
+# copy has just drawn through the same memory system, so no shared path can hold the pair under
+# it. Only a thread waiting for its core can, as on the VM while CI ran beside a calibration (the
+# floor's first version, applied at two threads, set a ceiling at 23.6 GB/s from such trials), so
+# at two threads the ceiling is always the cores added.
+PAIRED_FLOOR_MIN_THREADS = 3
 ONE_THREAD_OF = " on one thread of "  # the plan's name for it: "dram on one thread of 2"
 
 
@@ -138,7 +144,13 @@ class MainMemory:
 
     @property
     def basis(self) -> str:
-        if self.threads > 2 and self.all_threads.high < PAIRED_FLOOR * self.added:
+        """Which figure is the ceiling a run divides by: "cores added" (`added`), or, from
+        PAIRED_FLOOR_MIN_THREADS threads up when even the best all-threads trial stayed under
+        PAIRED_FLOOR of it, "all threads" (the all-threads copy's median trial)."""
+        if (
+            self.threads >= PAIRED_FLOOR_MIN_THREADS
+            and self.all_threads.high < PAIRED_FLOOR * self.added
+        ):
             return "all threads"
         return "cores added"
 
@@ -168,24 +180,31 @@ class MainMemory:
         }
 
     def method(self) -> str:
+        """In words: which figure the ceiling is (what a run divides by), and the other one,
+        recorded beside it and not divided by."""
         m = self.modes()
-        seen = "; ".join(
-            f"{m[f'{mode}_trials']} trials {why} at {m[f'{mode}_median'] / 1e9:.3g} GB/s"
+        modes = ", ".join(
+            f"{m[f'{mode}_trials']} {mode} ({why})"
+            + ("" if m[f"{mode}_median"] is None else f" at {m[f'{mode}_median'] / 1e9:.3g} GB/s")
             for mode, why in (("unshared", "every thread on a path of its own"),
-                              ("shared", "threads sharing a path (on the VM: one CCD)"))
-            if m[f"{mode}_median"] is not None
+                              ("shared", "threads sharing a path; on the VM: one CCD"))
         )  # fmt: skip
+        added = (
+            f"the one-thread copy's median trial x {self.threads} threads = "
+            f"{self.added / 1e9:.3g} GB/s"
+        )
+        every = f"the all-threads copy's median trial, {self.all_threads.peak / 1e9:.3g} GB/s"
         if self.basis == "cores added":
             return (
-                f"the ceiling the one-thread copy's median trial added over the threads "
-                f"({self.added / 1e9:.3g} GB/s: each core's own path, which no placement of "
-                f"the threads changes); the all-threads trials: {seen}"
+                f"the ceiling, which a run divides by: cores added, {added} (each core's own "
+                f"path, which no placement of the threads changes); recorded beside it, not "
+                f"divided by: all threads, {every} (`measured`), its trials {modes}"
             )
         return (
-            f"the ceiling the all-threads median: their best trial "
-            f"({self.all_threads.high / 1e9:.3g} GB/s) is under half the one-thread rate added "
-            f"over the threads ({self.added / 1e9:.3g} GB/s), the memory system's own limit; "
-            f"the trials: {seen}"
+            f"the ceiling, which a run divides by: all threads, {every}: their best trial "
+            f"({self.all_threads.high / 1e9:.3g} GB/s) is under {PAIRED_FLOOR:.0%} of the cores "
+            f"added, so the memory system's own limit holds the threads; its trials {modes}; "
+            f"recorded beside it, not divided by: cores added, {added}"
         )
 
 

@@ -34,14 +34,20 @@ def test_the_ceiling_is_the_same_whichever_way_the_host_placed_the_threads():
     figures = {name: _main(trials) for name, trials in
                (("apart", APART), ("together", TOGETHER), ("mixed", MIXED))}  # fmt: skip
     # The all-threads median moved 38 -> 61 GB/s with the placement; the ceiling did not.
+    # Sorted: APART 58 60 60 60 [61] 61 61 62 62; TOGETHER 37 37 37 37 [38] ...; MIXED 38 61 62
+    # 62 [62] 62 62 62 63.
     assert {n: round(m.all_threads.peak / GB) for n, m in figures.items()} == {
         "apart": 61, "together": 38, "mixed": 62}  # fmt: skip
     for m in figures.values():
         assert m.basis == "cores added"
-        assert m.peak == pytest.approx(64.6 * GB)  # the one-thread median, not its best (65.6)
+        # ONE_THREAD_X2 sorted: 63.8 63.9 64.1 64.3 [64.6] 64.8 65.0 65.2 65.6: the median
+        # (the 5th of 9), not the best trial the one-thread copy was timed with (65.6).
+        assert m.peak == pytest.approx(64.6 * GB)
 
 
 def test_both_modes_are_recorded_with_their_trials():
+    # The line between the modes: 0.8 x 64.6 = 51.68 GB/s. MIXED: eight trials at 61-63 above
+    # it (median of 61 62 62 62 62 62 62 63 = 62), one at 38 under it.
     modes = _main(MIXED).modes()
     assert modes["unshared_trials"] == 8 and modes["shared_trials"] == 1
     assert modes["unshared_median"] == pytest.approx(62 * GB)
@@ -50,7 +56,19 @@ def test_both_modes_are_recorded_with_their_trials():
     fields = _main(TOGETHER).fields()
     assert fields["basis"] == "cores added"
     assert fields["cores_added_trials"] == list(ONE_THREAD_X2)
-    assert "9 trials threads sharing a path" in _main(TOGETHER).method()
+    # TOGETHER: all nine trials (37-38) under 51.68.
+    assert "0 unshared (every thread on a path of its own), 9 shared (" in _main(TOGETHER).method()
+
+
+def test_the_method_says_which_figure_a_run_divides_by_and_records_the_other():
+    text = _main(MIXED).method()
+    # The ceiling: 64.6 GB/s (the one-thread median above, already counted over 2 threads).
+    assert "which a run divides by: cores added, the one-thread copy's median trial x 2 " \
+        "threads = 64.6 GB/s" in text  # fmt: skip
+    # Beside it: MIXED's median, 62, and its modes (8 at 62, 1 at 38, as worked out above).
+    assert "not divided by: all threads, the all-threads copy's median trial, 62 GB/s" in text
+    assert "8 unshared (every thread on a path of its own) at 62 GB/s" in text
+    assert "1 shared (threads sharing a path; on the VM: one CCD) at 38 GB/s" in text
 
 
 def test_threads_held_under_half_their_added_rates_take_the_measured_figure():
@@ -58,17 +76,39 @@ def test_threads_held_under_half_their_added_rates_take_the_measured_figure():
     # alone reads 25: 8 x 25 = 200 is no ceiling; the all-threads median is.
     pool = tuple(x * GB for x in (66, 68, 69, 67, 68))
     m = _main(pool, tuple(200 * GB for _ in range(5)), threads=8)
+    # Best trial 69 < 0.5 x 200 = 100; the median of 66 67 [68] 68 69 is 68.
     assert m.basis == "all threads"
     assert m.peak == pytest.approx(68 * GB)
-    assert "the memory system's own limit" in m.method()
+    text = m.method()
+    assert "which a run divides by: all threads, the all-threads copy's median trial, 68 GB/s" \
+        in text  # fmt: skip
+    assert "not divided by: cores added, the one-thread copy's median trial x 8 threads = " \
+        "200 GB/s" in text  # fmt: skip
+
+
+def test_the_floor_takes_the_measured_figure_only_under_half_and_from_three_threads():
+    # Three threads, one alone at 30 GB/s: added 90, the floor 0.5 x 90 = 45.
+    added = tuple(90 * GB for _ in range(3))
+    under = tuple(x * GB for x in (40, 42, 44.9))  # best 44.9 < 45: the memory system holds them
+    over = tuple(x * GB for x in (40, 42, 45.1))  # best 45.1 >= 45: a pair on one path, at most
+    assert _main(under, added, threads=3).basis == "all threads"
+    assert _main(under, added, threads=3).peak == pytest.approx(42 * GB)  # median of 40 42 44.9
+    assert _main(over, added, threads=3).basis == "cores added"
+    assert _main(over, added, threads=3).peak == pytest.approx(90 * GB)
+    # The same shares at two threads (added 60, trials under 30) stay on the cores added.
+    pair = tuple(x * GB for x in (20, 21, 22))
+    assert _main(pair, tuple(60 * GB for _ in range(3)), threads=2).peak == pytest.approx(60 * GB)
 
 
 def test_two_threads_waiting_for_a_core_do_not_take_the_ceiling_down():
     # CI beside a calibration on the VM: every 2-thread trial had a thread waiting for its core
     # (23-27 GB/s, under one core's 32); the one-thread copy still read its own rate.
     busy = tuple(x * GB for x in (23.6, 26.6, 24.0, 23.1, 25.2, 23.6, 22.9, 24.4, 23.0))
+    # Best 26.6 < 0.5 x 64.6 = 32.3: under the floor, which does not apply at two threads.
     m = _main(busy)
     assert m.basis == "cores added" and m.peak == pytest.approx(64.6 * GB)
+    # The first version applied it at two threads too; at three the same trials would take it.
+    assert _main(busy, threads=3).basis == "all threads"
 
 
 def _levels():
@@ -92,7 +132,9 @@ def test_the_dram_record_divides_by_the_cores_added_and_says_which():
     assert record["measured"] == pytest.approx(38 * GB)  # the all-threads median, beside it
     assert record["basis"] == "cores added"
     assert record["shared_trials"] == 9 and record["unshared_trials"] == 0
-    assert "one-thread copy's median trial added over the threads" in record["method"]
+    assert "which a run divides by: cores added" in record["method"]
+    assert "not divided by: all threads, the all-threads copy's median trial, 38 GB/s" in \
+        record["method"]  # fmt: skip
     # The record is what a profile and a bundle hold: the schema takes it.
     ceilings = {"memory": [record], "bandwidth": {"peak": record["peak"]}}
     schema.check(ceilings, Path("profile.json"), part="ceilings")
