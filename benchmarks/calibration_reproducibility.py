@@ -3,7 +3,8 @@
 1. `calibrate`: N separate `reviewkit calibrate --profile P` processes, one after another; per
    ceiling (GEMM per dtype, bandwidth per memory level) each calibration's value and the spread
    max/min - 1 (issue 15's target: within 5% for fp32, bf16 and DRAM), and each one's wall time
-   (target: quick within 30 s).
+   (target: quick within 30 s). On a CPU, DRAM's all-threads median and how many of its trials
+   had every thread on its own path are shown beside its ceiling (issue 30, item 2).
 2. `estimators`: N separate processes each measure fixed configurations (two fp32 and two bf16
    GEMMs, the LLC stream, the DRAM copy) in 9 interleaved trials of ten calls, keeping every
    call; the spread between processes of each way of reading them (trial medians, pooled
@@ -101,6 +102,14 @@ def calibrations(n: int, profile: str, device: str) -> None:
                     )
             for level in doc["memory"]:
                 rows.setdefault(f"{level['level']} (GB/s)", []).append(level["peak"] / 1e9)
+                if level.get("basis"):
+                    # main memory on a CPU: the all-threads copy beside the ceiling, whose two
+                    # modes are where the host put the threads (measure/main_memory.py)
+                    rows.setdefault(f"{level['level']} all threads, median trial (GB/s)", []
+                                    ).append(level["measured"] / 1e9)  # fmt: skip
+                    rows.setdefault(f"{level['level']} all-threads trials unshared", []).append(
+                        level["unshared_trials"]
+                    )
     print(
         f"\n{n} separate `reviewkit calibrate --profile {profile} --device {device} "
         "--dtype fp32,bf16`"
@@ -108,6 +117,9 @@ def calibrations(n: int, profile: str, device: str) -> None:
     print(f"| ceiling | {' | '.join(f'#{i + 1}' for i in range(n))} | max/min - 1 |")
     print(f"| --- | {' | '.join('---' for _ in range(n))} | --- |")
     for name, values in rows.items():
+        if name.endswith("unshared"):  # a count of trials, not a rate
+            print(f"| {name} | {' | '.join(str(v) for v in values)} | |")
+            continue
         cells = " | ".join(f"{v:.1f}" for v in values)
         print(f"| {name} | {cells} | {_spread(values):.1%} |")
     print(f"| wall (s, whole process) | {' | '.join(f'{w:.1f}' for w in walls)} | |")

@@ -28,7 +28,9 @@ CACHE_ENV = "REVIEWKIT_CACHE_DIR"
 # profile measured by another method is stale even on the same device and torch build. Bump it
 # with any change to what a ceiling means or how it is read from the trials. 4: ceilings taken at
 # the run's own thread count and float32 matmul precision (before: every core torch would use by
-# default, whatever the run's), so a 1-thread run divides by a 1-thread peak.
+# default, whatever the run's), so a 1-thread run divides by a 1-thread peak; a CPU's DRAM
+# ceiling the one-thread copy on 2 MiB pages times the threads (before: the all-threads copy's
+# median, which the host's placement of the vCPUs split 33 / 52 GB/s); int8 and fp8 ceilings.
 CALIBRATION_METHOD = 4
 # The settings a ceiling belongs to, the profile's cache key with the device: the intra-op
 # threads (a 2-thread run on a 1-thread ceiling read 134% MFU) and float32 matmul precision

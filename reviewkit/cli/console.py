@@ -63,6 +63,14 @@ def _level_source(level: dict, outer: dict) -> str:
     return f"raised to {outer.get('level')}'s" if raised else "measured"
 
 
+def _main_level(level: dict, bw: dict) -> tuple[str, str]:
+    """Main memory's source and trials: a CPU's DRAM names its basis (the trials shown are the
+    basis's: on the cores added the one-thread copy's, not the all-threads trials recorded beside
+    them, which can lie wholly under the ceiling)."""
+    source = bw.get("source", "") + (f", {level['basis']}" if level.get("basis") else "")
+    return source, _interval(level, 1e9)
+
+
 def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
     """Compute per dtype and bandwidth per memory level, each with the value used, its source
     and the spread of its trials (a bundle's `ceilings` or a device profile)."""
@@ -82,11 +90,16 @@ def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
     bw = c.get("bandwidth") or {}
     for i, level in enumerate(levels):
         main = i == len(levels) - 1
+        source, trials = (
+            _main_level(level, bw)
+            if main
+            else (_level_source(level, levels[i + 1]), _interval(level, 1e9))
+        )
         t.add_row(
             f"memory {level['level']} (GB/s, {_capacity(level.get('capacity_bytes'))})",
             gb(bw.get("peak") if main else level.get("peak")),
-            bw.get("source", "") if main else _level_source(level, levels[i + 1]),
-            _interval(level, 1e9),
+            source,
+            trials,
             gb(bw.get("datasheet")) if main else MISSING,
         )
     if not levels and bw:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from reviewkit.common.format import binary_size
-from reviewkit.measure import hierarchy
+from reviewkit.measure import hierarchy, main_memory
 from reviewkit.measure.device import (
     current_settings,
     device_conditions,
@@ -98,6 +98,10 @@ COPY_MIN_WORKING_SET = 8 << 20
 # resident; at least this much.
 DRAM_COPY_MIN_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
 DRAM_OVER_LLC = 4
+# What the DRAM method states about its pages: one small buffer asked for 2 MiB pages as the
+# copy's are, its share of them read from smaps (a few huge pages; the copy's own buffers are
+# rebuilt every trial, and reading smaps for each would time the parser).
+DRAM_PAGE_PROBE_BYTES = 8 << 20
 GPU_COPY_BYTES = 1 << 30
 
 
@@ -349,21 +353,45 @@ def stream_maker(
     return make, reps * n * 4
 
 
-def copy_maker(nbytes: int, device: torch.device) -> tuple[Maker, int]:
-    """A copy of a buffer larger than every cache; bytes read plus bytes written."""
+def copy_maker(
+    nbytes: int, device: torch.device, huge_pages: bool = False, one_thread_of: int = 0
+) -> tuple[Maker, int]:
+    """A copy of a buffer larger than every cache; bytes read plus bytes written. On a CPU,
+    `huge_pages` puts both buffers on 2 MiB pages, written before the first timed call
+    (measure/main_memory.py says why), and `one_thread_of` = T runs the copy on one thread and
+    counts its bytes T times: each core's own rate, added over T cores."""
     n = nbytes // 4
+    cpu = device.type == "cpu"
 
     def make() -> Callable[[], float]:
-        src = torch.ones(n, dtype=torch.float32, device=device)
-        dst = torch.empty_like(src)
+        if cpu and huge_pages:
+            src = main_memory.page_buffer(n * 4, 1.0, huge=True)
+            dst = main_memory.page_buffer(n * 4, 0.0, huge=True)
+        else:
+            src = torch.ones(n, dtype=torch.float32, device=device)
+            dst = torch.empty_like(src)
 
         def copy() -> None:
             with torch.inference_mode():
                 dst.copy_(src)
 
-        return device_timed(copy, device)
+        if not (cpu and one_thread_of):
+            return device_timed(copy, device)
 
-    return make, 2 * n * 4
+        def one_thread() -> float:
+            before = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                start = time.perf_counter()
+                copy()
+                return time.perf_counter() - start
+            finally:
+                torch.set_num_threads(before)
+
+        return one_thread
+
+    counted = one_thread_of if cpu and one_thread_of else 1
+    return make, 2 * n * 4 * counted
 
 
 def memory_levels(device: torch.device, caches_bytes: dict[str, int]) -> list:
@@ -397,16 +425,33 @@ def memory_plan(
                 f"{binary_size(level.capacity_bytes)} level) re-read within each call, "
                 f"{binary_size(nbytes)} per call"
             )
+        elif device.type != "cpu":
+            maker, nbytes = copy_maker(GPU_COPY_BYTES, device)
+            method = f"tensor.copy_ of a {binary_size(GPU_COPY_BYTES)} buffer, bytes read + written"
         else:
-            size = (
-                GPU_COPY_BYTES
-                if device.type != "cpu"
-                else max(DRAM_COPY_MIN_BYTES[profile], DRAM_OVER_LLC * largest_cache)
+            # main memory on a CPU: on 2 MiB pages, at every thread and at one (main_memory.py)
+            size = max(DRAM_COPY_MIN_BYTES[profile], DRAM_OVER_LLC * largest_cache)
+            maker, nbytes = copy_maker(size, device, huge_pages=True)
+            threads = torch.get_num_threads()
+            method = (
+                f"tensor.copy_ of a {binary_size(size)} buffer into another, both on "
+                f"{main_memory.pages_label(_huge_page_probe())} (madvise; transparent huge "
+                f"pages: {main_memory.thp_mode()}) and written before timing, bytes read + "
+                f"written, at {threads} threads"
             )
-            maker, nbytes = copy_maker(size, device)
-            method = f"tensor.copy_ of a {binary_size(size)} buffer, bytes read + written"
+            if threads > 1:
+                one, counted = copy_maker(size, device, huge_pages=True, one_thread_of=threads)
+                method += f", and on one thread, its rate counted {threads} times"
+                name = main_memory.one_thread_name(level.name, threads)
+                plan[name] = (one, float(counted), method)
         plan[level.name] = (maker, float(nbytes), method)
     return plan
+
+
+def _huge_page_probe() -> float | None:
+    """Share of a fresh 2 MiB-page buffer that the kernel put on huge pages (smaps)."""
+    probe = main_memory.page_buffer(DRAM_PAGE_PROBE_BYTES, 0.0, huge=True)
+    return main_memory.huge_page_share(probe.data_ptr(), DRAM_PAGE_PROBE_BYTES)
 
 
 def memory_records(
@@ -422,12 +467,15 @@ def memory_records(
     outer: float | None = None
     for level in reversed(levels):
         t = trials[level.name]
+        cores, threads = main_memory.one_thread_trials(trials, level.name)
+        main = main_memory.main_memory(t, cores, threads) if cores else None
         method = (
             f"{methods[level.name]}; {count} interleaved trials, fresh buffers each, each at its "
-            f"fastest call, the ceiling the trials' "
-            + ("median (a level shared with neighbours)" if level.shared else "best")
+            f"fastest call, "
+            + (main.method() if main else "the ceiling the trials' "
+               + ("median (a level shared with neighbours)" if level.shared else "best"))
         )  # fmt: skip
-        peak = t.peak
+        peak = main.peak if main else t.peak
         if outer is not None and peak < outer:
             method += (
                 f"; measured {peak / 1e9:.3g} GB/s, under the next level out, so raised to its "
@@ -435,9 +483,14 @@ def memory_records(
             )
             peak = outer
         outer = peak
+        # low, high and trials are those of the figure the ceiling is: on the cores-added
+        # basis the one-thread trials (x threads), the all-threads ones kept beside them
+        basis = main.cores_added if main and main.basis == "cores added" else t
+        beside = {"all_threads_trials": list(t.rates)} if basis is not t else {}
         out.append({"level": level.name, "capacity_bytes": level.capacity_bytes,
                     "working_set_bytes": level.calibration_bytes,
-                    **t.to_json(), "peak": peak, "measured": t.peak,
+                    **basis.to_json(), "peak": peak, "measured": t.peak,
+                    **(main.fields() if main else {}), **beside,
                     "method": method})  # fmt: skip
     return out[::-1]
 

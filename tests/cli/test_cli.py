@@ -255,3 +255,31 @@ def test_calibrate_at_a_thread_count_and_matmul_precision_keys_the_cached_profil
     )  # fmt: skip
     assert bad.returncode != 0
     assert "--float32-matmul-precision 'tf32': expected one of highest, high, medium" in bad.stderr
+
+
+def test_dram_on_the_cores_added_shows_the_trials_its_ceiling_came_from():
+    """The all-threads trials (36-38 GB/s, one CCD) sat wholly under the 64.6 GB/s used."""
+    from rich.console import Console
+
+    from reviewkit.cli.console import ceilings_table
+
+    # as calibration records it on the cores added: low, high and trials the one-thread copy's
+    # (x threads), the all-threads trials beside them
+    dram = {"level": "dram", "capacity_bytes": None, "peak": 64.6e9, "measured": 37e9,
+            "low": 63.8e9, "high": 65.6e9, "trials": [63.8e9, 64.6e9, 65.6e9],
+            "basis": "cores added", "cores_added": 64.6e9,
+            "cores_added_trials": [63.8e9, 64.6e9, 65.6e9],
+            "all_threads_trials": [36e9, 37e9, 38e9]}  # fmt: skip
+    ceilings = {"memory": [dram], "bandwidth": {"peak": 64.6e9, "source": "measured"}}
+    console = Console(record=True, width=160)
+    console.print(ceilings_table(ceilings))
+    row = next(line for line in console.export_text().splitlines() if "memory dram" in line)
+    # 63.8e9 / 1e9 and 65.6e9 / 1e9 at 3 significant figures; three trials.
+    assert "measured, cores added" in row and "63.8-65.6 (3 trials)" in row
+    assert "36-38" not in row
+    # the all-threads median used: its own trials are the record's
+    dram.update(basis="all threads", low=36e9, high=38e9, trials=[36e9, 37e9, 38e9])
+    console = Console(record=True, width=160)
+    console.print(ceilings_table(ceilings))
+    row = next(line for line in console.export_text().splitlines() if "memory dram" in line)
+    assert "measured, all threads" in row and "36-38 (3 trials)" in row
