@@ -3,7 +3,7 @@
 #
 #   [STEPS=name,name] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
-# STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-run,
+# STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp, gpu-run,
 # gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
 # keeps the whole script inside DEADLINE_S (default 480 s):
@@ -58,6 +58,9 @@ gpu_track() {
   step nccl-1rank "$gpu_cores" 60 "$py" -m reviewkit run --distributed --nproc 1 --device cuda \
     --profile smoke --out "$work/gpu-smoke-nccl-1rank"
   step gpu-graphs "$gpu_cores" 60 "$py" -m pytest -q -p no:randomly tests/measure/test_gpu_overhead.py
+  # issue 30: the int8 and fp8 GEMM ceilings, and the power limit and clocks (`conditions`)
+  step gpu-lowp "$gpu_cores" 90 "$py" -m reviewkit calibrate --device cuda --profile smoke \
+    --dtype fp32,int8,fp8 --float32-matmul-precision high --out "$work/gpu-lowp-profile.json"
   step gpu-run "$gpu_cores" 200 "$py" -m reviewkit run --device cuda --profile quick \
     --out "$work/gpu-quick-h200"
   step gpu-aa-mfu "$gpu_cores" 120 "$py" benchmarks/calibration_reproducibility.py \
