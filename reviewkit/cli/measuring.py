@@ -253,7 +253,13 @@ def calibrate(
         "runs of a fixed subset (quick, fp32), kept per fingerprint; runs then record it",
     ),
     runs: int | None = typer.Option(
-        None, help="with --run-to-run: separate runs to measure (default 4; 0 with --from)"
+        None, help="with --run-to-run: separate runs to measure (default 8; 0 with --from)"
+    ),
+    every_s: float | None = typer.Option(
+        None,
+        "--every-s",
+        help="with --run-to-run: start a run every this many seconds at the soonest (default "
+        "15), so the runs meet more than one state of the machine",
     ),
     from_: list[Path] | None = typer.Option(
         None,
@@ -273,10 +279,11 @@ def calibrate(
     from reviewkit.measure import device_profile as obtaining
     from reviewkit.measure.device import resolve_device
 
-    if run_to_run or from_ or runs is not None or fresh:
+    if run_to_run or from_ or runs is not None or fresh or every_s is not None:
         from reviewkit.cli.noise import calibrate_run_to_run
 
-        calibrate_run_to_run(device, run_to_run, runs, list(from_ or []), fresh, out, as_json)
+        calibrate_run_to_run(device, run_to_run, runs, list(from_ or []), fresh, out, as_json,
+                             every_s)  # fmt: skip
         return
     if profile not in suite.PROFILES:
         raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")

@@ -18,6 +18,7 @@ def calibrate_run_to_run(
     fresh: bool,
     out: Path | None,
     as_json: bool,
+    every_s: float | None = None,
 ) -> None:
     from rich.markup import escape
 
@@ -31,7 +32,7 @@ def calibrate_run_to_run(
     )
 
     if not run_to_run:
-        raise UsageError("--runs, --from and --fresh go with --run-to-run; add it")
+        raise UsageError("--runs, --every-s, --from and --fresh go with --run-to-run; add it")
     if out is not None:
         raise UsageError("--out writes a device profile; the run-to-run figure is kept in the "
                          "cache beside it (its path is printed): drop --out")  # fmt: skip
@@ -40,7 +41,10 @@ def calibrate_run_to_run(
         raise UsageError(f"--runs {count}: expected a whole number from 0 to {MAX_RUNS}")
     if count < 2 and not recorded:
         raise UsageError(f"--runs {count}: one run shows no run-to-run variation; measure 2 or "
-                         "more (4 by default)")  # fmt: skip
+                         "more (8 by default)")  # fmt: skip
+    spacing = measuring.DEFAULT_EVERY_S if every_s is None else every_s
+    if not 0 <= spacing <= 3600:
+        raise UsageError(f"--every-s {spacing:g}: expected seconds from 0 to 3600")
     missing = [p for p in recorded if not p.exists()]
     if missing:
         raise UsageError(f"--from {missing[0]}: no such run bundle folder or run.json")
@@ -49,7 +53,7 @@ def calibrate_run_to_run(
     with _progress("run-to-run") as on_progress:
         pooled = measuring.calibrate_run_to_run(
             device, dev.type, fp, device_name(dev), torch_build()["torch_version"], count,
-            recorded, fresh, on_progress,
+            recorded, fresh, on_progress, spacing,
         )  # fmt: skip
     if as_json:
         _emit_json(pooled.to_json())

@@ -4,12 +4,18 @@ The figure is how far a workload's median moves between separate processes beyon
 rounds show, so it is measured the only way it can be: `reviewkit run` started afresh N times
 (each its own process: allocator, page layout, thread placement, clocks drawn anew), on a fixed
 subset of five workloads of five layer types, compute- and memory-bound, at the quick profile
-(five rounds each, the comparison's statistic) in fp32. Runs already recorded on this device
-(`--from`) pool into the same file, so the figure improves as runs accumulate.
+(five rounds each, the comparison's statistic) in fp32, the runs spread over about two minutes:
+a machine state can outlast a run (on the 2-core VM four consecutive A/A runs, about 40 s, were
+20-28% faster on the GEMMs and SDPAs, 35% slower on the residual add, than the runs around
+them), and runs back to back sample one state. Runs already recorded on this device
+(`--from`) pool into the same file, so the figure improves as runs spread over hours and days
+accumulate.
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -37,9 +43,17 @@ SUBSET = (
     "elementwise.llama-2-7b-residual-add.512x4096.*",
 )
 PROFILE, DTYPE = "quick", "fp32"
-# Four runs of five workloads: 15 degrees of freedom for the pooled variance (about 37%
-# relative standard error), in about two minutes on the 2-core VM; `--runs` buys more.
-DEFAULT_RUNS = 4
+# Eight runs, one started every 15 s at the soonest: two minutes on the 2-core VM (a run of
+# the subset takes about 5 s there), long enough to meet more than one machine state. Four runs
+# back to back there took 20 s and read 1.8% while the A/A runs of the same hour read 8.2%
+# (docs/benchmarks.md). A state moves every workload of a run at once, so the workloads are not
+# independent evidence: the figure rests on about runs - 1 degrees of freedom.
+DEFAULT_RUNS = 8
+DEFAULT_EVERY_S = 15.0
+# Other processes keeping more than this share of the CPUs busy while the runs measure make
+# the figure theirs: on the 2-core VM a neighbour stretched every parallel call to the
+# scheduler's tick (a 0.1 ms layernorm read 7.4 ms), so the runs agreed at the tick and read 0.
+NEIGHBOUR_SHARE = 0.10
 MEASURED = "measured by calibrate --run-to-run"
 RECORDED = "recorded run (--from)"
 
@@ -75,13 +89,48 @@ def run_command(device: str, out: Path) -> list[str]:
             "--dtype", DTYPE, "--only", ",".join(SUBSET), "--out", str(out), "--json"]  # fmt: skip
 
 
+def busy_cpu_s(stat: Path = Path("/proc/stat")) -> float | None:
+    """CPU seconds the whole machine has spent busy (user, nice, system, irq, softirq; not
+    idle, iowait or steal), or None where /proc/stat is not there."""
+    try:
+        ticks = [int(x) for x in stat.read_text().splitlines()[0].split()[1:8]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process and its finished children."""
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+def neighbour_share(busy_s: float, own_s: float, wall_s: float, cpus: int) -> float:
+    """The share of the machine's CPU time that other processes used over `wall_s`."""
+    if wall_s <= 0 or cpus < 1:
+        return 0.0
+    return min(1.0, max(0.0, busy_s - own_s) / (wall_s * cpus))
+
+
 def measure_runs(
-    device: str, runs: int, folder: Path, on_progress: Callable[[str, int, int], None]
-) -> list[Path]:
-    """`runs` separate `reviewkit run` processes of the subset, one after another; their
-    bundle folders. A run that fails stops the whole (nothing stored), naming its error."""
+    device: str,
+    runs: int,
+    folder: Path,
+    on_progress: Callable[[str, int, int], None],
+    every_s: float = DEFAULT_EVERY_S,
+) -> tuple[list[Path], float | None]:
+    """`runs` separate `reviewkit run` processes of the subset, one started every `every_s`
+    at the soonest (right after the last when it took longer): their bundle folders, and the
+    share of the CPUs other processes used meanwhile (None where it cannot be read; the waits
+    count, as a neighbour then moves the next run). A run that fails stops the whole (nothing
+    stored), naming its error."""
     out = []
+    started, busy, own = time.time(), busy_cpu_s(), own_cpu_s()
     for i in range(runs):
+        wait = started + i * every_s - time.time()
+        if wait > 0:
+            on_progress(f"run-to-run: run {i + 1} of {runs} in {wait:.0f} s", i, runs)
+            time.sleep(wait)
         on_progress(f"run-to-run: separate run {i + 1} of {runs}", i, runs)
         bundle = folder / f"run-{i + 1}"
         proc = subprocess.run(run_command(device, bundle), capture_output=True, text=True)
@@ -93,7 +142,11 @@ def measure_runs(
             )
         out.append(bundle)
     on_progress("run-to-run: pooling", runs, runs)
-    return out
+    now = busy_cpu_s()
+    if busy is None or now is None:
+        return out, None
+    return out, neighbour_share(now - busy, own_cpu_s() - own, time.time() - started,
+                                os.cpu_count() or 1)  # fmt: skip
 
 
 def pool(
@@ -158,19 +211,36 @@ def calibrate_run_to_run(
     recorded: Sequence[Path],
     fresh: bool,
     on_progress: Callable[[str, int, int], None],
+    every_s: float = DEFAULT_EVERY_S,
 ) -> Pooled:
-    """Measure `runs` separate runs here (none: pool `recorded` only), pool them with the
-    recorded ones into this device's file."""
+    """Measure `runs` separate runs here, one every `every_s` at the soonest (none: pool
+    `recorded` only), pool them with the recorded ones into this device's file."""
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="reviewkit-run-to-run-") as scratch:
-        measured = measure_runs(device, runs, Path(scratch), on_progress) if runs else []
+        measured, share = measure_runs(device, runs, Path(scratch), on_progress,
+                                       every_s) if runs else ([], None)  # fmt: skip
         bundles = [(p, MEASURED) for p in measured] + [(p, RECORDED) for p in recorded]
         doc, path, added, repeated, left_out, notes = pool(
             device_kind, fingerprint, device_name, torch_version, bundles, fresh
         )
+    if share is not None and share > NEIGHBOUR_SHARE:
+        notes.append(
+            f"other processes kept {share:.0%} of the CPUs busy while the runs measured: the "
+            "figure includes them (a busy neighbour can stretch parallel calls to the "
+            "scheduler's tick, where runs agree and read about 0); measure again on an idle "
+            "machine (--fresh)"
+        )
     commands = [" ".join(["reviewkit", *run_command(device, Path("RUN"))[3:]])] if runs else []
     return Pooled(doc, path, runs, added, repeated, tuple(left_out), tuple(notes),
                   tuple(commands), time.time() - started)  # fmt: skip
+
+
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def summary_lines(pooled: Pooled) -> list[str]:
@@ -188,6 +258,11 @@ def summary_lines(pooled: Pooled) -> list[str]:
     ]
     lines += [f"measured: {c}, {pooled.measured} times in separate processes "
               f"({pooled.wall_s:.0f} s)" for c in pooled.commands]  # fmt: skip
+    created = [o["created_unix_s"] for o in d["observations"] if o.get("created_unix_s")]
+    if len(created) > 1:
+        lines.append(f"the pooled runs span {_span(max(created) - min(created))}: a state of the "
+                     "machine that outlasts that is not in the figure; runs recorded later pool "
+                     "in with --from")  # fmt: skip
     lines += [f"note: {n}" for n in pooled.notes]
     if pooled.left_out:
         lines.append(f"left out: {len(pooled.left_out)} workload(s) measured in one round, e.g. "

@@ -122,7 +122,7 @@ def test_the_measuring_runs_are_separate_processes_of_the_subset(cache, tmp_path
 
     monkeypatch.setattr(measuring.subprocess, "run", fake_run)
     pooled = measuring.calibrate_run_to_run("cpu", "cpu", FP, "Test CPU", "2.0", 3, [], False,
-                                            lambda *a: None)  # fmt: skip
+                                            lambda *a: None, every_s=0)  # fmt: skip
     assert len(calls) == 3 and pooled.measured == 3 and pooled.doc["runs"] == 3
     for cmd in calls:
         assert cmd[1:4] == ["-m", "reviewkit", "run"]
@@ -142,7 +142,7 @@ def test_the_measuring_runs_are_separate_processes_of_the_subset(cache, tmp_path
     with pytest.raises(measuring.RunFailed, match=r"separate run 1 of 2 failed \(exit code 2\): "
                        r"reviewkit: error: no device; nothing was stored"):  # fmt: skip
         measuring.calibrate_run_to_run("cpu", "cpu", FP, "Test CPU", "2.0", 2, [], False,
-                                       lambda *a: None)  # fmt: skip
+                                       lambda *a: None, every_s=0)  # fmt: skip
 
 
 def reviewkit(*args, env):
@@ -187,7 +187,8 @@ def test_the_command_pools_recorded_runs_and_show_says_so(tmp_path):
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["--from", "x"], "--runs, --from and --fresh go with --run-to-run"),
+        (["--from", "x"], "--runs, --every-s, --from and --fresh go with --run-to-run"),
+        (["--run-to-run", "--every-s", "-1"], "--every-s -1: expected seconds from 0 to 3600"),
         (["--run-to-run", "--runs", "1"], "one run shows no run-to-run variation"),
         (["--run-to-run", "--from", "nowhere"], "--from nowhere: no such run bundle"),
         (["--run-to-run", "--out", "p.json"], "drop --out"),
@@ -230,3 +231,53 @@ def test_a_run_records_the_figure_its_device_has_when_it_starts(cache, tmp_path)
     assert after["available"] is True
     assert (after["sd"], after["runs"], after["workloads"]) == (figure["sd"], 3, 5)
     assert after["hash"] == figure["hash"] and after["fingerprint"] == fp["hash"]
+
+
+def test_busy_cpu_time_and_the_neighbours_share(tmp_path):
+    """/proc/stat's first line: user 100, nice 20, system 30, idle 1000, iowait 50, irq 5,
+    softirq 5, steal 7 ticks: busy = 100 + 20 + 30 + 5 + 5 = 160 ticks. Over 10 s on 2 CPUs
+    (20 CPU-seconds), 12 busy seconds of which 4 were ours leave 8 to others: 40%."""
+    import os
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 20 30 1000 50 5 5 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert measuring.busy_cpu_s(stat) == pytest.approx(160 / os.sysconf("SC_CLK_TCK"))
+    assert measuring.busy_cpu_s(tmp_path / "absent") is None
+    assert measuring.neighbour_share(12.0, 4.0, 10.0, 2) == pytest.approx(0.4)
+    assert measuring.neighbour_share(3.0, 4.0, 10.0, 2) == 0.0
+
+
+def test_a_busy_machine_is_said(cache, tmp_path, monkeypatch):
+    rng = np.random.default_rng(6)
+
+    def fake_run(cmd, capture_output, text):
+        bundle(Path(cmd[cmd.index("--out") + 1]), rng)
+        return subprocess.CompletedProcess(cmd, 0, "{}", "")
+
+    busy = iter([0.0, 1e6])  # others kept every CPU busy
+    monkeypatch.setattr(measuring.subprocess, "run", fake_run)
+    monkeypatch.setattr(measuring, "busy_cpu_s", lambda: next(busy))
+    pooled = measuring.calibrate_run_to_run("cpu", "cpu", FP, "Test CPU", "2.0", 2, [], False,
+                                            lambda *a: None, every_s=0)  # fmt: skip
+    assert any("of the CPUs busy while the runs measured" in n for n in pooled.notes)
+
+
+def test_the_runs_are_spread_over_time(cache, tmp_path, monkeypatch):
+    """One run started every 15 s at the soonest: runs of 5 s on a fake clock start at 0, 15
+    and 30 s (10 s of waiting after each); runs of 20 s start back to back, at 0, 20, 40."""
+    for run_s, starts in ((5.0, [0.0, 15.0, 30.0]), (20.0, [0.0, 20.0, 40.0])):
+        clock, seen = [0.0], []
+        rng = np.random.default_rng(8)
+
+        def fake_run(cmd, capture_output, text, run_s=run_s, clock=clock, seen=seen, rng=rng):
+            seen.append(clock[0])
+            clock[0] += run_s
+            bundle(Path(cmd[cmd.index("--out") + 1]), rng)
+            return subprocess.CompletedProcess(cmd, 0, "{}", "")
+
+        monkeypatch.setattr(measuring.subprocess, "run", fake_run)
+        monkeypatch.setattr(measuring.time, "time", lambda clock=clock: clock[0])
+        monkeypatch.setattr(measuring.time, "sleep",
+                            lambda s, clock=clock: clock.__setitem__(0, clock[0] + s))  # fmt: skip
+        measuring.measure_runs("cpu", 3, tmp_path / str(run_s), lambda *a: None, every_s=15.0)
+        assert seen == pytest.approx(starts)
