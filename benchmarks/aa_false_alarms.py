@@ -5,10 +5,13 @@ machine, how often it does not:
 
 1. separate processes: consecutive `reviewkit run --profile P --dtype fp32 --only SUBSET` runs
    compared pairwise, with one window per workload and no margin (`--rounds 1`, the behaviour
-   before rounds), and with the profile's rounds and the default rubric's margin, without and
-   with its run-to-run allowance (after). From the same runs, the machine's run-to-run
-   standard deviation (stats.run_to_run_variance, pooled over the workloads as a root mean
-   square): the value of the rubric's `run_to_run_sd` for this machine;
+   before rounds), and with the profile's rounds and the default rubric's margin: without a
+   run-to-run allowance, with the rubric's `run_to_run_sd` on every run (issue 14), and with
+   each run's recorded per-device figure (issue 30: what `compare` does, the figure
+   `reviewkit calibrate --run-to-run` measured for this device, never below the rubric's
+   floor; the rubric's default where a run recorded none). From the same runs, the machine's
+   run-to-run standard deviation (analysis.run_to_run.estimate, the estimator `calibrate
+   --run-to-run` uses: stats.run_to_run_variance pooled over the workloads);
 2. interleaved: `reviewkit ab` with the same mapping on both sides;
 3. a known effect: `ab --baseline threads=1 --candidate threads=2` on the gemm workloads;
 4. an injected 10% slowdown: `ab` in-process with the candidate's calls followed by a busy
@@ -40,18 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
+from reviewkit.analysis import run_to_run
 from reviewkit.analysis.compare import FASTER, SLOWER, STATISTICAL_ONLY, compare
 from reviewkit.analysis.roofline import analyse_run
-from reviewkit.analysis.stats import (
-    cluster_variance,
-    hierarchical_draws,
-    round_draws,
-    round_quantile,
-    run_to_run_variance,
-    split_rounds,
-)
 from reviewkit.bundle.run import load_run
 from reviewkit.review.checks import CHECKS
 from reviewkit.review.gate import margins_of
@@ -119,23 +113,25 @@ def _separate_runs(tmp: Path, count: int, rounds: int | None, profile: str, only
 
 
 def run_to_run_sd(docs: list[dict]) -> tuple[float, dict[str, float]]:
-    """The pooled run-to-run standard deviation (root mean square over the workloads) and each
-    workload's: the variance of a workload's log median across the runs, less what each run's
-    own rounds show (the comparison's statistic: the mean over rounds of the round medians)."""
-    points: dict[str, list[float]] = {}
-    within: dict[str, list[float]] = {}
-    for doc in docs:
-        for w in doc["workloads"]:
-            if w["status"] != "ok" or not w["samples_s"]:
-                continue
-            rounds = split_rounds(w["samples_s"], w.get("round_sizes"))
-            rng = np.random.default_rng(0)
-            draws = hierarchical_draws(rounds, 0.5, round_draws(rng, len(rounds)), rng)
-            points.setdefault(w["id"], []).append(float(np.log(round_quantile(rounds, 0.5))))
-            within.setdefault(w["id"], []).append(cluster_variance(np.log(draws), len(rounds)))
-    each = {k: run_to_run_variance(points[k], within[k]) for k in points if len(points[k]) > 1}
-    pooled = float(np.sqrt(np.mean(list(each.values())))) if each else 0.0
-    return pooled, {k: float(np.sqrt(v)) for k, v in each.items()}
+    """The pooled run-to-run standard deviation and each workload's, by the estimator
+    `calibrate --run-to-run` uses: the variance of a workload's log median across the runs,
+    less what each run's own rounds show, pooled over the workloads (weighted by runs - 1: the
+    root mean square when every workload ran in every run)."""
+    observations = [run_to_run.observation(d, str(i), "benchmark")[0] for i, d in enumerate(docs)]
+    try:
+        est = run_to_run.estimate(observations)
+    except ValueError:
+        return 0.0, {}
+    return est.sd, dict(est.per_workload_sd)
+
+
+def recorded_figures(docs: list[dict]) -> str:
+    """What the runs recorded as their device's figure (they ran after `calibrate
+    --run-to-run`, or recorded none)."""
+    sds = sorted({round((d.get("run_to_run") or {}).get("sd", -1), 4) for d in docs})
+    none = sum(not (d.get("run_to_run") or {}).get("available") for d in docs)
+    shown = ", ".join(f"{s:g}" for s in sds if s >= 0) or "none"
+    return f"recorded figure(s) {shown}" + (f", {none} run(s) with none" if none else "")
 
 
 def separate(tmp: Path, pairs: int, rounds: int | None, profile: str, only: str, margins,
@@ -150,15 +146,22 @@ def separate(tmp: Path, pairs: int, rounds: int | None, profile: str, only: str,
     spread = f"{min(each.values()):.3f}-{max(each.values()):.3f}" if each else "-"
     print(
         f"run-to-run sd over these {len(docs)} runs: {pooled:.3f} pooled (per workload "
-        f"{spread}); the rubric's run_to_run_sd is {margins.run_to_run_sd:g}",
+        f"{spread}); the rubric's run_to_run_sd is {margins.run_to_run_sd:g} (floor "
+        f"{margins.run_to_run_sd_floor:g}); the runs' {recorded_figures(docs)}",
         flush=True,
     )
     out = []
-    for label, allowance in (("margin, no run-to-run allowance", 0.0),
-                             (f"margin and run_to_run_sd = {margins.run_to_run_sd:g}",
-                              margins.run_to_run_sd)):  # fmt: skip
-        m = dataclasses.replace(margins, run_to_run_sd=allowance)
-        rows = [_verdicts(compare(a, b, margins=m)) for a, b in itertools.pairwise(docs)]
+    for label, m in (
+        ("margin, no run-to-run allowance",
+         dataclasses.replace(margins, run_to_run_sd=0.0, run_to_run_per_device=False)),
+        (f"margin and run_to_run_sd = {margins.run_to_run_sd:g} on every run",
+         dataclasses.replace(margins, run_to_run_per_device=False)),
+        ("margin and each run's recorded per-device figure", margins),
+    ):  # fmt: skip
+        pairs = [compare(a, b, margins=m) for a, b in itertools.pairwise(docs)]
+        if pairs and pairs[0].run_to_run and m.run_to_run_per_device:
+            print(f"allowance from: {pairs[0].run_to_run.short()}", flush=True)
+        rows = [_verdicts(c) for c in pairs]
         out.append(_line(f"separate runs, rounds, {label}", rows, wall_s))
     out.append({"part": "run_to_run_sd", "pooled": pooled, "per_workload": each})
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,28 @@ def fake_clock_run(workloads: list[dict], pairing: dict | None = None) -> dict:
     if pairing:
         doc["pairing"] = pairing
     return analyse_run(doc)
+
+
+# Five workloads of five layer types, as `calibrate --run-to-run` measures.
+SEPARATE_RUN_NAMES = ("gemm.a", "attention.b", "norm.c", "softmax.d", "elementwise.e")
+
+
+def separate_run(rng, run_sd, effect=1.0, rounds=5, calls=20, round_sd=0.005, call_sd=0.002,
+                 names=SEPARATE_RUN_NAMES, record=None):  # fmt: skip
+    """One separate run on a fake clock: each workload's level for the whole run is drawn once
+    (log-normal, sd `run_sd`: the state a process draws and keeps), then each round drifts by
+    `round_sd` and each call by `call_sd` around it."""
+    workloads = []
+    for i, name in enumerate(names):
+        level = effect * (1 + i) * 1e-3 * math.exp(rng.normal(0.0, run_sd))
+        by_round = [level * (1 + rng.normal(0.0, round_sd)) * (1 + rng.normal(0.0, call_sd, calls))
+                    for _ in range(rounds)]  # fmt: skip
+        workloads.append({
+            "id": f"{name}.fp32", "layer_type": name.split(".")[0], "dtype": "fp32",
+            "status": "ok", "flops": 1e6, "bytes": 1e6, "params": {}, "reproduce": "",
+            "samples_s": np.concatenate(by_round).tolist(), "round_sizes": [calls] * rounds,
+        })  # fmt: skip
+    doc = fake_clock_run(workloads)
+    if record is not None:
+        doc["run_to_run"] = record
+    return doc

@@ -1,4 +1,5 @@
-"""A compute ceiling no workload beats: raised to the best rate a run sustained, said where."""
+"""Ceilings of runs: a compute ceiling no workload beats (raised to the best rate a run
+sustained, said where), and how two runs' ceilings relate (shared, moved, shifted)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,30 @@ def denominator_text(same_device: bool, moved: list[str], profile_hash: str | No
     if profile_hash:
         return f"device profile {profile_hash}, shared by both runs (one device)"
     return "the baseline's ceilings for both runs (one device)"
+
+
+def shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
+    """Relative change of each ceiling both runs measured (candidate / baseline - 1), by dtype
+    for compute and `bandwidth` for memory."""
+    cb, cc = base_doc.get("ceilings") or {}, cand_doc.get("ceilings") or {}
+    out = {}
+    for dtype, entry in (cb.get("compute") or {}).items():
+        other = (cc.get("compute") or {}).get(dtype) or {}
+        if entry.get("peak") and other.get("peak"):
+            out[dtype] = other["peak"] / entry["peak"] - 1
+    bw_b, bw_c = (cb.get("bandwidth") or {}).get("peak"), (cc.get("bandwidth") or {}).get("peak")
+    if bw_b and bw_c:
+        out["bandwidth"] = bw_c / bw_b - 1
+    levels_c = {lv.get("level"): lv for lv in cc.get("memory") or []}
+    for level in (cb.get("memory") or [])[:-1]:  # the last level is `bandwidth` above
+        other = levels_c.get(level.get("level")) or {}
+        if level.get("peak") and other.get("peak"):
+            out[f"{level['level']} bandwidth"] = other["peak"] / level["peak"] - 1
+    return out
+
+
+def shared_profile(base_doc: dict, cand_doc: dict) -> str | None:
+    """The device profile hash both runs divide by, when they share one."""
+    hashes = [((d.get("ceilings") or {}).get("profile") or {}).get("hash")
+              for d in (base_doc, cand_doc)]  # fmt: skip
+    return hashes[0] if hashes[0] and hashes[0] == hashes[1] else None

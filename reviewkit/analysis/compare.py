@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from reviewkit.analysis import ceilings, mechanism
+from reviewkit.analysis import ceilings, mechanism, run_to_run
 from reviewkit.analysis.distributed import scaling_notes
 from reviewkit.analysis.knobs import (
     DEVICE_KNOB,
@@ -32,6 +32,7 @@ from reviewkit.analysis.pairing import (
     paired_design,
     ratio_draws,
 )
+from reviewkit.analysis.run_to_run import Allowance
 from reviewkit.analysis.stats import (
     EQUIVALENT,
     FASTER,
@@ -61,17 +62,21 @@ class Margins:
     """What a verdict needs beyond statistics, from the rubric's [verdicts] table: the
     practical margin on a ratio (per layer type where one is set), the false discovery rate
     across the p99 comparisons, and how far a ceiling may move between two runs on one device
-    before that is a finding of its own; and the machine's run-to-run variation, the log-scale
-    standard deviation of a workload's median between two separate runs beyond what their
-    rounds show, which every interval between two separate runs carries (an interleaved A/B
-    cancels it). `STATISTICAL_ONLY` (no margin, no run-to-run allowance) is what a comparison
-    without a rubric gets."""
+    before that is a finding of its own; and the run-to-run variation every interval between
+    two separate runs carries (an interleaved A/B cancels it): the log-scale standard deviation
+    of a workload's median between separate runs beyond what their rounds show. Each run carries
+    its device's measured figure, recorded in its bundle (analysis/run_to_run.py), never below
+    `run_to_run_sd_floor`; `run_to_run_sd` is the default for a device never measured.
+    `STATISTICAL_ONLY` (no margin, no run-to-run allowance, measured or not) is what a
+    comparison without a rubric gets."""
 
     min_effect: float
     fdr: float
     max_ceiling_shift: float
     run_to_run_sd: float = 0.0
     min_effect_by_layer_type: dict = field(default_factory=dict)
+    run_to_run_sd_floor: float = 0.0
+    run_to_run_per_device: bool = True  # whether the bundles' measured figures apply
 
     def for_layer(self, layer_type: str) -> float:
         return float(self.min_effect_by_layer_type.get(layer_type, self.min_effect))
@@ -83,7 +88,8 @@ class Margins:
 # No practical margin: a verdict is directional as soon as the interval excludes 1 (the
 # behaviour before margins), at the conventional 5% false discovery rate, with no run-to-run
 # allowance.
-STATISTICAL_ONLY = Margins(min_effect=0.0, fdr=0.05, max_ceiling_shift=0.05)
+STATISTICAL_ONLY = Margins(min_effect=0.0, fdr=0.05, max_ceiling_shift=0.05,
+                           run_to_run_per_device=False)
 
 # The median ratio's estimator, in words a table header can carry.
 ROUND_MEANS = "mean over rounds of each round's median"
@@ -195,8 +201,10 @@ class Comparison:
     denominator: str = "each run's own ceilings"
     # Whether both runs measured one device (fingerprints, else name and kind, agree).
     same_device: bool = False
-    # The run-to-run standard deviation added to each side's intervals: the rubric's for two
-    # separate runs, None for the two sides of one interleaved A/B (pairing cancels it).
+    # The run-to-run part of every interval between two separate runs: each side's figure and
+    # where it came from; and the one per-run figure of the same variance. None for the two
+    # sides of one interleaved A/B (pairing cancels it).
+    run_to_run: Allowance | None = None
     run_to_run_sd: float | None = None
     # Environment differences that confound the knob (framework and kernel-library versions
     # beyond the device build tag, driver, interpreter, commit), and those the device change
@@ -235,23 +243,13 @@ class Comparison:
         return (
             f"Verdicts: {self.design}; margin ±{pct(m.min_effect, 0)}"
             + (f" ({by_layer})" if by_layer else "")
-            + self._run_to_run()
+            + (self.run_to_run.text() if self.run_to_run else "")
             + f"; measured noise floor {floor} (the median relative half-width of the "
             "workloads' 95% intervals, half the interval over its ratio: about what an A/A "
             "comparison shows)"
             + f"; p99 regressions at a {pct(m.fdr, 0)} false discovery rate over "
             f"{self.p99_comparisons} comparisons; MFU against {self.denominator}."
         )
-
-    def _run_to_run(self) -> str:
-        if self.run_to_run_sd is None:
-            return ""
-        if not self.run_to_run_sd:
-            return ("; no run-to-run allowance (run_to_run_sd is 0 or no rubric sets it): the "
-                    "intervals show only each run's own rounds")  # fmt: skip
-        return (f"; run-to-run allowance {pct(self.run_to_run_sd)} per run in every interval "
-                "(the rubric's run_to_run_sd: how far two separate runs on the machine differ "
-                "beyond their rounds)")  # fmt: skip
 
     def to_json(self) -> dict:
         return {
@@ -274,6 +272,7 @@ class Comparison:
             "denominator": self.denominator,
             "same_device": self.same_device,
             "run_to_run_sd": self.run_to_run_sd,
+            "run_to_run": self.run_to_run.to_json() if self.run_to_run else None,
             "basis": self.basis(),
         }
 
@@ -340,33 +339,6 @@ def _fingerprint_warning(base_doc: dict, cand_doc: dict) -> str | None:
     )
 
 
-def ceiling_shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
-    """Relative change of each ceiling both runs measured (candidate / baseline - 1), by dtype
-    for compute and `bandwidth` for memory."""
-    cb, cc = base_doc.get("ceilings") or {}, cand_doc.get("ceilings") or {}
-    out = {}
-    for dtype, entry in (cb.get("compute") or {}).items():
-        other = (cc.get("compute") or {}).get(dtype) or {}
-        if entry.get("peak") and other.get("peak"):
-            out[dtype] = other["peak"] / entry["peak"] - 1
-    bw_b, bw_c = (cb.get("bandwidth") or {}).get("peak"), (cc.get("bandwidth") or {}).get("peak")
-    if bw_b and bw_c:
-        out["bandwidth"] = bw_c / bw_b - 1
-    levels_c = {lv.get("level"): lv for lv in cc.get("memory") or []}
-    for level in (cb.get("memory") or [])[:-1]:  # the last level is `bandwidth` above
-        other = levels_c.get(level.get("level")) or {}
-        if level.get("peak") and other.get("peak"):
-            out[f"{level['level']} bandwidth"] = other["peak"] / level["peak"] - 1
-    return out
-
-
-def shared_profile(base_doc: dict, cand_doc: dict) -> str | None:
-    """The device profile hash both runs divide by, when they share one."""
-    hashes = [((d.get("ceilings") or {}).get("profile") or {}).get("hash")
-              for d in (base_doc, cand_doc)]  # fmt: skip
-    return hashes[0] if hashes[0] and hashes[0] == hashes[1] else None
-
-
 def _one_round_note(methods: list[str]) -> str:
     """How many workloads fell back to the percentile bootstrap (a side measured in one round):
     said as a count, since "one round" alone read as if the whole comparison had one."""
@@ -392,6 +364,10 @@ def compare(
     interleaved A/B resampled in pairs. A ratio is `faster`/`slower` only beyond the margin."""
     pairs, mode, warnings = _pairs(base_doc, cand_doc)
     paired = paired_design(base_doc, cand_doc)
+    allowance = None if paired else run_to_run.choose(
+        base_doc, cand_doc, margins.run_to_run_sd, margins.run_to_run_sd_floor,
+        margins.run_to_run_per_device)  # fmt: skip
+    known = allowance.variance if allowance else 0.0
     by_call = calls_paired(base_doc, cand_doc)
     same_device = _same_device(base_doc, cand_doc)
     # one denominator on one device at one setting; each run its own where a knob moved it
@@ -402,7 +378,7 @@ def compare(
     if different:
         warnings.append(different)
     warnings += scaling_notes(base_doc, cand_doc)
-    shifts = ceiling_shifts(base_doc, cand_doc) if same_device else {}
+    shifts = ceilings.shifts(base_doc, cand_doc) if same_device else {}
     for what, shift in shifts.items():
         if abs(shift) > margins.max_ceiling_shift:
             warnings.append(
@@ -443,7 +419,7 @@ def compare(
         points, draws, rounds, in_pairs = ratio_draws(b, c, key, paired)
         ratio = {q: points[q][1] / points[q][0] for q in QUANTILES}
         intervals = {
-            q: interval_of(ratio[q], *draws[q], rounds, in_pairs, margins.run_to_run_sd)
+            q: interval_of(ratio[q], *draws[q], rounds, in_pairs, known)
             for q in QUANTILES
         }
         estimator = ROUND_MEANS
@@ -511,7 +487,7 @@ def compare(
     for (index, _), reject in zip(p_values, rejected, strict=True):
         if reject and rows[index].p99_verdict == SLOWER:
             rows[index] = replace(rows[index], p99_regression=True)
-    layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired)
+    layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired, known)
     environment = environment_changes(base_doc, cand_doc)
     return Comparison(
         baseline=baseline_label,
@@ -527,10 +503,11 @@ def compare(
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=ceilings.denominator_text(
-            same_device, moved, shared_profile(base_doc, cand_doc)
+            same_device, moved, ceilings.shared_profile(base_doc, cand_doc)
         ),
         same_device=same_device,
-        run_to_run_sd=None if paired else margins.run_to_run_sd,
+        run_to_run=allowance,
+        run_to_run_sd=allowance.per_run_sd if allowance else None,
         confounders=tuple(e for e in environment if e.kind != FOLLOWS_DEVICE),
         device_environment=tuple(e for e in environment if e.kind == FOLLOWS_DEVICE),
         knob_policy=knob_policy or KnobPolicy(),
@@ -538,7 +515,8 @@ def compare(
 
 
 def _layer_comparisons(
-    base_doc: dict, cand_doc: dict, mode: str, layer_draws: dict, margins: Margins, paired: bool
+    base_doc: dict, cand_doc: dict, mode: str, layer_draws: dict, margins: Margins, paired: bool,
+    known: float,
 ) -> list[LayerComparison]:
     """Per layer type: the ratio of summed medians, its interval from the summed draws."""
     layers = []
@@ -554,7 +532,7 @@ def _layer_comparisons(
         # The run-to-run variance is added whole, not divided among the layer's workloads: a
         # machine state that lasts a run moves all of them at once (docs/benchmarks.md).
         in_pairs = all(item[5] for item in items)
-        ci = interval_of(ratio, base_sum, cand_sum, rounds, in_pairs, margins.run_to_run_sd).ci
+        ci = interval_of(ratio, base_sum, cand_sum, rounds, in_pairs, known).ci
         margin = margins.for_layer(layer_type)
         verdict = three_way_verdict(ci, margin)
         ba, ca = b_agg.get(layer_type, {}), c_agg.get(layer_type, {})

@@ -98,12 +98,13 @@ def interval_of(
     cand: np.ndarray,
     rounds: tuple[int, int],
     in_pairs: bool,
-    run_to_run_sd: float = 0.0,
+    run_to_run_variance: float = 0.0,
 ) -> RatioInterval:
     """The ratio's interval: a t interval on the rounds when both sides have two or more (in
     pairs for an interleaved A/B), else the percentile interval of the samples. Two separate
-    runs each add the run-to-run variance (sd squared) that their rounds cannot show."""
-    known = 0.0 if in_pairs else 2 * run_to_run_sd**2
+    runs add the log ratio's run-to-run variance that their rounds cannot show: the sum of
+    each side's figure squared (run_to_run.Allowance.variance; 2 sd^2 on one device)."""
+    known = 0.0 if in_pairs else run_to_run_variance
     if min(rounds) < 2:
         return RatioInterval(*widen(point, ratio_ci(cand, base), known), None, None, PERCENTILE)
     if in_pairs:

@@ -24,7 +24,10 @@ from reviewkit.common.numbers import finite_number
 # 6: every workload carries its measured exposed overhead (`overhead`: method, the floor call's
 # or graph replay's samples, or why not) and the ops one call dispatches (`op_profile`); the
 # interconnect its collectives' latency (`ceilings.interconnect.latency_s`). Version 5 bundles
-# load through migrate_v5_to_v6 with the overhead not measured.
+# load through migrate_v5_to_v6 with the overhead not measured. Within 6, `run_to_run` (the
+# device's run-to-run figure when the run started, bundle/run_to_run.record) is optional: a
+# bundle without it is read as recording none (a comparison takes the rubric's default, as
+# before), and a reader that does not know the key loses nothing it used, so no version step.
 SCHEMA_VERSION = 6
 RUN_FILE = "run.json"
 MAX_SAMPLE_S = 86_400.0  # one call's time: a day is past any benchmark call, and keeps sums finite

@@ -214,6 +214,9 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
         )
     elif profile:
         console.print(f"ceilings {escape(str(profile.get('reason')))}", highlight=False)
+    from reviewkit.analysis.run_to_run import recorded_text
+
+    console.print(escape(recorded_text(doc)), highlight=False)
     for note in support_notes(doc):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
     from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
@@ -274,6 +277,8 @@ def summary(doc: dict, path: str | None = None) -> dict:
         "suite": doc["suite"],
         "knobs": doc["knobs"],
         "ceilings": doc.get("ceilings"),
+        # the device's run-to-run figure when the run started, or why there was none
+        "run_to_run": doc.get("run_to_run"),
         "overhead_probe": doc.get("overhead_probe"),
         "phases_s": doc.get("phases_s"),
         "layer_types": doc.get("layer_types"),

@@ -257,15 +257,46 @@ def calibrate(
         None, help="also write the profile here (pin it later with --device-profile)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the profile as JSON"),
+    run_to_run: bool = typer.Option(
+        False,
+        "--run-to-run",
+        help="instead of the ceilings, measure this device's run-to-run figure: separate short "
+        "runs of a fixed subset (quick, fp32), kept per fingerprint; runs then record it",
+    ),
+    runs: int | None = typer.Option(
+        None, help="with --run-to-run: separate runs to measure (default 8; 0 with --from)"
+    ),
+    every_s: float | None = typer.Option(
+        None,
+        "--every-s",
+        help="with --run-to-run: start a run every this many seconds at the soonest (default "
+        "15), so the runs meet more than one state of the machine",
+    ),
+    from_: list[Path] | None = typer.Option(
+        None,
+        "--from",
+        help="with --run-to-run: also pool this run bundle, recorded on this device "
+        "(repeatable); a run pooled before counts once",
+    ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="with --run-to-run: discard the runs pooled so far"
+    ),
 ) -> None:
     """Measure this device's ceilings (GEMM per dtype, bandwidth per memory level) in repeated
     trials, at one thread count and float32 matmul precision, and cache them as its device
-    profile for those settings, which run and ab then divide by."""
+    profile for those settings, which run and ab then divide by; or, with --run-to-run,
+    how far separate runs on it differ (the allowance between separate runs)."""
     from reviewkit.bundle import profile as profiles
     from reviewkit.cli.console import print_profile, stdout_console
     from reviewkit.measure import device_profile as obtaining
     from reviewkit.measure.device import resolve_device
 
+    if run_to_run or from_ or runs is not None or fresh or every_s is not None:
+        from reviewkit.cli.noise import calibrate_run_to_run
+
+        calibrate_run_to_run(device, run_to_run, runs, list(from_ or []), fresh, out, as_json,
+                             every_s)  # fmt: skip
+        return
     if profile not in suite.PROFILES:
         raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")
     dtypes = _dtypes(dtype)

@@ -13,6 +13,7 @@ import torch
 
 from reviewkit import __version__
 from reviewkit.analysis.roofline import energy_absent, level_for, workload_energy
+from reviewkit.bundle import run_to_run as run_to_run_file
 from reviewkit.bundle.run import (
     STATUS_ERROR,
     STATUS_NOT_RUN,
@@ -391,7 +392,10 @@ def new_run_doc(
     plan_of_rounds: rounds_mod.RoundPlan,
     started: float,
 ) -> dict:
-    """A run document before measuring: tool, suite, environment, sensors, knobs, sampling."""
+    """A run document before measuring: tool, suite, environment, sensors, knobs, sampling, and
+    the run-to-run figure of this device as it stands now (so a comparison of this bundle with
+    another separate run needs nothing but the two bundles)."""
+    facts = _device_facts(device)
     return {
         "schema_version": None,  # set by the bundle writer
         "tool": {"name": "reviewkit", "version": __version__},
@@ -403,7 +407,7 @@ def new_run_doc(
         "environment": {
             **environment.host_facts(),
             **torch_build(),
-            **_device_facts(device),
+            **facts,
             # what energy, temperature and clock counters exist here, or why not
             "sensors": sensors.survey(powercap),
         },
@@ -412,6 +416,7 @@ def new_run_doc(
         "knobs": knobs(device, request.dtypes, request.profile),
         "sampling": asdict(policy),
         "rounds": plan_of_rounds.to_json(),
+        "run_to_run": run_to_run_file.record(device.type, facts.get("fingerprint")),
         "ceilings": {},
         "workloads": [],
         "distributed": None,  # one process; measure/distributed.py fills it under torchrun

@@ -289,6 +289,9 @@ VERDICT_KEYS = {
     # A log-scale standard deviation of 0.5 is a factor of 1.6 between two runs of one setting:
     # a machine that noisy cannot support a verdict between separate runs at all.
     "run_to_run_sd": (0.0, 0.5),
+    # The least any run carries, its device's measured figure included (held at or below the
+    # default, checked in _margins).
+    "run_to_run_sd_floor": (0.0, 0.5),
 }
 
 
@@ -317,6 +320,12 @@ def _margins(where: str, raw: object) -> Margins | None:
         if key not in raw:
             raise InputError(f"{where}: [verdicts] key {shown(key)} is required")
         values[key] = _fraction(where, key, raw[key], low, high)
+    if values["run_to_run_sd_floor"] > values["run_to_run_sd"]:
+        raise InputError(
+            f"{where}: [verdicts] run_to_run_sd_floor = {values['run_to_run_sd_floor']:g} is "
+            f"above run_to_run_sd = {values['run_to_run_sd']:g}: expected a floor at or below "
+            "the default for a device never measured"
+        )
     by_layer = raw.get("min_effect_by_layer_type", {})
     if not isinstance(by_layer, dict):
         raise InputError(f"{where}: [verdicts] min_effect_by_layer_type must be a table")

@@ -875,6 +875,16 @@ def test_forest_names_the_margin_the_noise_floor_and_the_run_to_run_allowance():
     assert "run-to-run" not in paired  # the sides of one A/B carry none
 
 
+def test_forest_says_where_the_run_to_run_figure_came_from():
+    """A quiet device's 1.2% is said as 1.2%, not rounded to 1%, with its origin."""
+    spec = charts.forest(forest_rows(), margin=0.05, noise_floor=0.03, run_to_run_sd=0.012,
+                         allowance_from="measured for this device: 4 runs of 5 workloads, "
+                         "2026-05-28")  # fmt: skip
+    said = " ".join(spec["title"]["subtitle"]).replace("- ", "-")  # wrapped after a hyphen
+    assert ("a run-to-run allowance of 1.2% per run (from: measured for this device: 4 runs of "
+            "5 workloads, 2026-05-28)") in said  # fmt: skip
+
+
 def test_forest_log_axis_ticks_do_not_crowd_over_several_decades():
     # Drawn: a CPU-to-GPU review's ratios printed "0.0020.003" on its axis before
     ratios = [0.001, 0.0025, 0.005, 0.03, 1.0]

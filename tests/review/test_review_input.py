@@ -322,6 +322,12 @@ def test_check_never_crashes_on_random_values(folder, changes, nested):
         ("run_to_run_sd = 0.08\n", "", "[verdicts] key 'run_to_run_sd' is required"),
         ("run_to_run_sd = 0.08", "run_to_run_sd = -0.1",
          "[verdicts] run_to_run_sd = -0.1: expected a number from 0 to 0.5"),
+        ("run_to_run_sd_floor = 0.01\n", "", "[verdicts] key 'run_to_run_sd_floor' is required"),
+        ("run_to_run_sd_floor = 0.01", "run_to_run_sd_floor = 0.6",
+         "[verdicts] run_to_run_sd_floor = 0.6: expected a number from 0 to 0.5"),
+        # the floor holds every run, the default for a device never measured included
+        ("run_to_run_sd_floor = 0.01", "run_to_run_sd_floor = 0.1",
+         "[verdicts] run_to_run_sd_floor = 0.1 is above run_to_run_sd = 0.08"),
         ("min_effect = 0.05", "min_efect = 0.05", "unknown key 'min_efect' (did you mean"),
         ("min_effect = 0.05", "min_effect = 0.05\nmin_effect_by_layer_type = { model = 2 }",
          "min_effect_by_layer_type.model = 2"),
@@ -359,7 +365,7 @@ def test_every_threshold_a_check_declares_is_in_the_default_rubric():
 def test_the_default_margins_and_a_rubric_without_them(tmp_path):
     margins = load_rubric(DEFAULT_RUBRIC, CHECKS).margins
     assert (margins.min_effect, margins.fdr, margins.max_ceiling_shift) == (0.05, 0.05, 0.05)
-    assert margins.run_to_run_sd == 0.08
+    assert margins.run_to_run_sd == 0.08 and margins.run_to_run_sd_floor == 0.01
     text = DEFAULT_RUBRIC.read_text()
     start = text.index("[verdicts]")
     end = text.index("[[sections]]")

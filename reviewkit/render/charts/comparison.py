@@ -45,6 +45,7 @@ def forest(
     margin: float | None = None,
     noise_floor: float | None = None,
     run_to_run_sd: float | None = None,
+    allowance_from: str | None = None,
     part: tuple[int, int, int] | None = None,
     axis_ends: tuple[float, float] | None = None,
     quantile: str = "Median",
@@ -54,9 +55,11 @@ def forest(
 
     With `margin`, the band 1 -/+ margin is shaded: an interval inside it is `equivalent`, one
     wholly beyond it `faster` or `slower`, any other `inconclusive`. `run_to_run_sd` (separate
-    runs) is named in the note: it is part of every interval drawn. One part of a forest split
-    over several charts gives `part` (first row, last row, all rows) for its title and
-    `axis_ends` (the smallest and largest value of every part) so that all parts share an axis."""
+    runs) is named in the note, with `allowance_from` (where the figure came from: measured for
+    the device, the rubric's default or its floor): it is part of every interval drawn. One
+    part of a forest split over several charts gives `part` (first row, last row, all rows) for
+    its title and `axis_ends` (the smallest and largest value of every part) so that all parts
+    share an axis."""
     title = f"{quantile} latency ratio per {item}, candidate / baseline"
     if part:
         title += f" ({item}s {part[0]}-{part[1]} of {part[2]}, fastest first)"
@@ -87,7 +90,9 @@ def forest(
     if band:
         floor = "" if noise_floor is None else f"; measured noise floor ±{100 * noise_floor:.1f}%"
         if run_to_run_sd:
-            floor += f", with a run-to-run allowance of {100 * run_to_run_sd:.0f}% per run"
+            # two significant digits: a quiet device's 1.2% is not 1%
+            floor += f", with a run-to-run allowance of {100 * run_to_run_sd:.2g}% per run"
+            floor += f" (from: {allowance_from})" if allowance_from else ""
         notes.append(
             f"shaded: the rubric's margin ±{100 * margin:.0f}% (within it: equivalent){floor}"
         )

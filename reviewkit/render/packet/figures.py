@@ -195,6 +195,8 @@ def _comparison_charts(report: Report, charts) -> dict:
         "margin": first.margins.min_effect if first else None,
         "noise_floor": first.noise_floor if first else None,
         "run_to_run_sd": first.run_to_run_sd if first else None,
+        # where that figure came from (measured for the device, the rubric's default or floor)
+        "allowance_from": first.run_to_run.short() if first and first.run_to_run else None,
     }
     return {
         "forest_layers": charts.forest(forest_layers, item="layer type", **band),

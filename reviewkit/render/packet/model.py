@@ -364,6 +364,8 @@ def build_model(report: Report) -> dict:
                 "paired_by": c.paired_by,
                 "warnings": list(c.warnings),
                 "basis": c.basis(),
+                # each side's run-to-run figure and where it came from (null: an A/B's sides)
+                "run_to_run": c.run_to_run.to_json() if c.run_to_run else None,
             }
             for i, c in enumerate(report.comparisons)
         ],
