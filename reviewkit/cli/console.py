@@ -79,7 +79,8 @@ def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
         t.add_column(col, justify="left" if col in ("ceiling", "source") else "right")
     for dtype, v in (c.get("compute") or {}).items():
         t.add_row(
-            f"compute {dtype} (GFLOP/s)",
+            # an integer GEMM counts operations, not floating-point ones
+            f"compute {dtype} ({'GOP/s' if dtype == 'int8' else 'GFLOP/s'})",
             _rate(v.get("peak")),
             v.get("source", ""),
             _interval(v, 1e9),

@@ -525,3 +525,17 @@ def test_the_int8_kernel_timed_is_an_exact_integer_matmul(monkeypatch):
     got = real(a, b)
     assert got.dtype == torch.int32
     assert torch.equal(got.double(), a.double() @ b.double())
+
+
+def test_the_ceilings_table_counts_an_int8_ceiling_in_operations():
+    from rich.console import Console
+
+    from reviewkit.cli.console import ceilings_table
+
+    ceilings = {"compute": {"fp32": {"peak": 1.88e11, "source": "measured"},
+                            "int8": {"peak": 7.92e11, "source": "measured"}}}  # fmt: skip
+    console = Console(record=True, width=160)
+    console.print(ceilings_table(ceilings))
+    text = console.export_text()
+    assert "compute int8 (GOP/s)" in text and "compute fp32 (GFLOP/s)" in text
+    assert "compute int8 (GFLOP/s)" not in text
