@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from reviewkit.bundle import schema
+from reviewkit.common.cache import CACHE_ENV, cache_dir
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
 from reviewkit.common.numbers import finite_number
@@ -23,7 +23,6 @@ VERSION = 1
 # A profile taken by a more thorough calibration serves a lighter run (a `full` profile serves
 # a `quick` run), never the other way round.
 THOROUGHNESS = ("smoke", "quick", "full")
-CACHE_ENV = "REVIEWKIT_CACHE_DIR"
 # The calibration's kernels and statistics (measure/calibration.py, measure/trials.py): a
 # profile measured by another method is stale even on the same device and torch build. Bump it
 # with any change to what a ceiling means or how it is read from the trials. 4: ceilings taken at
@@ -46,14 +45,6 @@ GPU_SETTING_KEYS = ("float32_matmul_precision",)
 class ProfileError(InputError):
     """A device profile that cannot be used here: corrupt, of another version, stale (another
     torch build) or taken on another device."""
-
-
-def cache_dir() -> Path:
-    """$REVIEWKIT_CACHE_DIR, else $XDG_CACHE_HOME/reviewkit, else ~/.cache/reviewkit."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "reviewkit"
 
 
 def setting_keys(device_kind: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from reviewkit.bundle import schema
-from reviewkit.bundle.profile import CACHE_ENV, cache_dir
+from reviewkit.common.cache import CACHE_ENV, cache_dir
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
 from reviewkit.common.numbers import finite_number

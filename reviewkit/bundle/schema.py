@@ -8,6 +8,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from reviewkit.common.cache import cache_dir
 from reviewkit.common.errors import BundleError
 
 SCHEMA_FILE = "run.schema.json"
@@ -69,8 +70,6 @@ def _schema_digest() -> str:
 
 
 def _marker(text: str) -> Path:
-    from reviewkit.bundle.profile import cache_dir
-
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return cache_dir() / VALID_MARKERS / f"{_schema_digest()}-{digest}"
 

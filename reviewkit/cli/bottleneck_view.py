@@ -6,7 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reviewkit.analysis.bottleneck import class_label
-from reviewkit.cli.console import SLOWEST_SHOWN, DataTable, _rate, _time
+from reviewkit.cli.tables import SLOWEST_SHOWN, DataTable, rate_text, time_text
 from reviewkit.common.format import MISSING, pct
 from reviewkit.suite import workloads as suite
 
@@ -70,10 +70,10 @@ def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
         d = w.get("decomposition") or {}
         t.add_row(
             w["id"],
-            _time(s["p50_s"]),
-            _time(s["p99_s"]),
+            time_text(s["p50_s"]),
+            time_text(s["p99_s"]),
             pct(s.get("round_spread")),
-            _rate(w.get("achieved_flops_per_s")),
+            rate_text(w.get("achieved_flops_per_s")),
             pct(w.get("mfu")),
             _overhead((w.get("fractions") or {}).get("overhead")),
             pct(d.get("roof_share")),

@@ -14,37 +14,14 @@ from reviewkit.analysis.hardware import support_notes
 from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, shown_value
 from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
+from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
+from reviewkit.cli.distributed_view import collectives_table, distributed_lines
+from reviewkit.cli.tables import DataTable, rate_text
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
 
-SLOWEST_SHOWN = 8
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
-
-
-class DataTable(Table):
-    """A table of values read from files: a str cell or title is shown as it is, never read
-    as rich markup (a workload id "[red]x[/]" is an id, and "[/]" would be a rendering error);
-    a cell styled on purpose is a Text."""
-
-    def __init__(self, *args, title: str | None = None, **kwargs) -> None:
-        super().__init__(*args, title=None if title is None else Text(title), **kwargs)
-
-    def add_row(self, *cells, **kwargs) -> None:
-        super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **kwargs)
-
-
-def _time(seconds: float | None) -> str:
-    if seconds is None:
-        return MISSING
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def _rate(flops_per_s: float | None) -> str:
-    return MISSING if flops_per_s is None else f"{flops_per_s / 1e9:.3g}"
 
 
 def _interval(v: dict, scale: float) -> str:
@@ -81,10 +58,10 @@ def ceilings_table(c: dict, title: str = "Ceilings") -> Table:
         t.add_row(
             # an integer GEMM counts operations, not floating-point ones
             f"compute {dtype} ({'GOP/s' if dtype == 'int8' else 'GFLOP/s'})",
-            _rate(v.get("peak")),
+            rate_text(v.get("peak")),
             v.get("source", ""),
             _interval(v, 1e9),
-            _rate(v.get("datasheet")),
+            rate_text(v.get("datasheet")),
         )
     gb = lambda x: MISSING if x is None else f"{x / 1e9:.3g}"  # noqa: E731
     levels = c.get("memory") or []
@@ -220,15 +197,11 @@ def print_run(doc: dict, console: Console, path: str | None = None) -> None:
     console.print(escape(recorded_text(doc)), highlight=False)
     for note in support_notes(doc):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
-    from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
-
     for dtype in doc["knobs"]["dtypes"]:
         if dtype in doc.get("layer_types_by_dtype", {}):
             console.print(layer_table(doc, dtype))
             for line in levers_lines(doc, dtype):
                 console.print(line, highlight=False)
-    from reviewkit.cli.distributed_view import collectives_table, distributed_lines
-
     for line in distributed_lines(doc):
         console.print(line, highlight=False)
     collectives = collectives_table(doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from reviewkit.cli.console import DataTable, _time
+from reviewkit.cli.tables import DataTable, time_text
 from reviewkit.common.format import MISSING, binary_size, pct
 
 
@@ -70,7 +70,7 @@ def collectives_table(doc: dict) -> Table | None:
     for w in rows:
         c, s, skew = w["collective"], w["stats"], w.get("skew") or {}
         t.add_row(
-            w["id"], binary_size(c["message_bytes"]), _time(s["p50_s"]), _time(s["p99_s"]),
+            w["id"], binary_size(c["message_bytes"]), time_text(s["p50_s"]), time_text(s["p99_s"]),
             _gbps(c["algbw_p50_bytes_per_s"]), _gbps(c["busbw_p50_bytes_per_s"]),
             pct(c.get("link_fraction")),
             f"{skew['max_over_median']:.2f}x (rank {skew['slowest_rank']})"

@@ -17,6 +17,7 @@ from reviewkit.evidence.sweep import Sweep, SweptWorkload, read_sweep
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.review.reviewfile import Review
 from reviewkit.review.rubric import Rubric
+from reviewkit.review.status import FAIL, PASS
 
 PRECISION_CHECK = "precision-quality"  # the rubric item whose params are the quality limits
 FIT_CHECK = fitmatrix.CHECK
@@ -157,8 +158,6 @@ class CitedEvidence:
 
     def fit_verdict(self, score: float) -> str:
         """pass or fail against the rubric's min_coverage; "" when the rubric sets none."""
-        from reviewkit.review.checks.registry import FAIL, PASS
-
         minimum = self.fit_limits.min_coverage
         return "" if minimum is None else (PASS if score >= minimum else FAIL)
 

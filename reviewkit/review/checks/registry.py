@@ -9,20 +9,17 @@ from pathlib import Path
 from reviewkit.analysis.compare import Comparison, WorkloadComparison
 from reviewkit.common.hashing import sha256_file
 from reviewkit.review.reviewfile import Review
-
-PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
-
-
-PASS, WARN, FAIL, MISSING = "pass", "warn", "fail", "missing"
-STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
-
-
-STATUS_ORDER = {PASS: 0, WARN: 1, MISSING: 2, FAIL: 3}
-# A disproof criterion's outcome, judged on the interval where there is one: disproved when the
-# whole interval meets it, not disproved when the whole interval is clear of its threshold,
-# cannot rule out when the interval straddles it.
-HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
-CANNOT_RULE_OUT = "cannot rule out"
+from reviewkit.review.status import (  # noqa: F401 (the checks' statuses, imported from here)
+    CANNOT_RULE_OUT,
+    DISPROVED,
+    FAIL,
+    HOLDS,
+    MISSING,
+    NOT_EVALUABLE,
+    PASS,
+    STATUS_ORDER,
+    WARN,
+)
 
 
 @dataclass(frozen=True)
