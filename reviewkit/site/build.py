@@ -19,6 +19,7 @@ from reviewkit import __version__
 from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.files import output_errors
 from reviewkit.common.hashing import sha256_file
+from reviewkit.render import charts
 from reviewkit.render.packet.html import jinja_environment
 from reviewkit.render.packet.write import render_into, swap_into_place, write_shared_assets
 from reviewkit.render.printing import PdfError
@@ -301,8 +302,6 @@ def build_site(
 
     jobs: processes rendering decisions (default: one per core when many PDFs are due).
     """
-    from reviewkit.render import charts
-
     start = time.perf_counter()
     site_dir, out_dir = Path(site_dir), Path(out_dir)
     rubric = Path(rubric) if rubric else None
@@ -358,7 +357,7 @@ def build_site(
                     manifest["decisions"][slug] = {"hash": digest, "summary": summary}
             results = [by_slug[f.name] for f in folders]
             say("site pages", len(folders), len(folders))
-            _write_pages(tmp, results, folders, rubric, charts)
+            _write_pages(tmp, results, folders, rubric)
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
             os.chmod(tmp, 0o755)
             swap_into_place(tmp, out_dir)
@@ -379,7 +378,7 @@ def _read_manifest(out_dir: Path) -> dict:
 
 
 def _write_pages(
-    tmp: Path, results: list[DecisionResult], folders: list[Path], rubric: Path | None, charts
+    tmp: Path, results: list[DecisionResult], folders: list[Path], rubric: Path | None
 ) -> None:
     from reviewkit.review.checks import CHECKS
     from reviewkit.review.rubric import load_rubric

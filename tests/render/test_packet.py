@@ -15,20 +15,15 @@ from runfactory import complete_review, write_review
 
 from reviewkit.render import charts
 from reviewkit.render.packet import PacketError, markdown_html, write_packet
+from reviewkit.render.packet.sections import shown_sections
 
-SECTIONS = {
-    "brief": None, "claim": "Claim and reproducible slices", "knobs": "Knob diff",
-    "bottlenecks": "Bottleneck class by layer type",
-    "layers": "MFU and memory-stall fraction by layer type",
-    "comparison": "Baseline against candidate", "latency": "Latency: p50, p95, p99",
-    "evidence": "Production-like evidence",
-    "workloads": "Per-workload table", "red-flags": "Red flags", "findings": "Rubric findings",
-    "risks": "Owner and risk map", "rollback": "Rollback", "disproof": "Disproof criteria",
-    "questions": "Senior review questions", "environment": "Environment and software stack",
-    "artifacts": "Appendix: artifacts",
-}  # fmt: skip
 PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=alert(3)>'
 LINK_PAYLOAD = "[click](javascript:alert(4)) and [off](https://example.invalid/x)"
+
+
+def shown(model: dict) -> dict[str, str | None]:
+    """The sections the packet shows, by id, with each heading (the brief's is the title)."""
+    return {s.id: s.title if s.listed else None for s in shown_sections(model)}
 
 
 pytestmark = pytest.mark.usefixtures("weasyprint_warnings_fail")
@@ -67,15 +62,19 @@ def test_html_is_strict_and_complete(packet):
     parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
     tree = parser.parse(text)
     ids = {el.get("id") for el in tree.iter() if el.get("id")}
-    assert set(SECTIONS) <= ids
-    for heading in filter(None, SECTIONS.values()):
+    model = json.loads(result.json.read_text())
+    sections = shown(model)
+    assert set(sections) <= ids
+    for heading in filter(None, sections.values()):
         assert f">{heading}</h2>" in text.replace("&amp;", "&")
+    # the contents list every section but the brief (before them), in the page's order
+    toc = [a.get("href") for a in tree.iter("a") if a.get("class") == "toc-link"]
+    assert toc == [f"#{s}" for s, heading in sections.items() if heading]
     scripts = [el for el in tree.iter("script")]
     assert [s.get("src") for s in scripts if s.get("src")] == ["assets/vega-bundle.js",
                                                                "assets/packet.js"]  # fmt: skip
     # one static SVG fallback and one JSON spec per chart drawn; a chart with nothing to draw
     # is one line saying what is missing instead (issue 29, item 7)
-    model = json.loads(result.json.read_text())
     drawn = [name for name in model["charts"] if name not in model["no_data"]]
     assert len([s for s in scripts if s.get("type") == "application/json"]) == len(drawn)
     for name, why in model["no_data"].items():
@@ -170,7 +169,7 @@ def test_pdf_pages_headings_footer_and_attachments(packet):
     result, _ = packet
     pages, pdf = pdf_text(result.pdf)
     text = "\n".join(pages)
-    for heading in filter(None, SECTIONS.values()):
+    for heading in filter(None, shown(json.loads(result.json.read_text())).values()):
         assert heading in text, heading
     assert f"page 1 of {len(pages)}" in pages[0]
     assert f"page {len(pages)} of {len(pages)}" in pages[-1]
@@ -194,21 +193,8 @@ def test_pdf_charts_are_vector_text(packet):
 def test_every_chart_spec_validates(packet):
     result, _ = packet
     model = json.loads(result.json.read_text())
-    assert {
-        "roofline",
-        "mfu_by_layer",
-        "stall_by_layer",
-        "time_decomposition",
-        "latency",
-        "forest_layers",
-        "forest_workloads",
-        "risk_map",
-        "shape_portability",
-        "latency_throughput",
-        "stability",
-        "perf_per_watt",
-        "quality_drift",
-    } <= set(model["charts"])
+    # every chart the shown sections always place (optional ones only when the review has them)
+    assert {c for s in shown_sections(model) for c in s.charts} <= set(model["charts"])
     for spec in model["charts"].values():
         charts.validate(spec)
 

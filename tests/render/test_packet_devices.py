@@ -73,13 +73,12 @@ def test_shape_panels_keep_a_dtype_apart():
 
 
 def test_a_forest_taller_than_a_page_is_split_into_parts_that_share_an_axis():
-    from reviewkit.render import charts
     from reviewkit.render.packet import figures
 
     # 96 workloads, all compared (the CPU-to-H200 review): one chart ran off its A4 page
     rows = [{"workload": f"w{i:02d}", "ratio": 0.001 * 1.07**i, "low": 0.0009 * 1.07**i,
              "high": 0.0011 * 1.07**i, "verdict": "faster"} for i in range(96)]  # fmt: skip
-    parts = figures._split_forest(rows, {"margin": 0.05}, charts)
+    parts = figures._split_forest(rows, {"margin": 0.05})
     assert list(parts) == ["forest_workloads", "forest_workloads_2"]
     domains, shown = [], []
     for n, spec in enumerate(parts.values()):
@@ -93,4 +92,4 @@ def test_a_forest_taller_than_a_page_is_split_into_parts_that_share_an_axis():
     # ratio order: the first part holds the 48 fastest (smallest ratios), the second the rest
     assert shown[0] == {f"w{i:02d}" for i in range(48)}
     assert shown[1] == {f"w{i:02d}" for i in range(48, 96)}
-    assert list(figures._split_forest(rows[:48], {}, charts)) == ["forest_workloads"]
+    assert list(figures._split_forest(rows[:48], {})) == ["forest_workloads"]

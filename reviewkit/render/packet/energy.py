@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reviewkit.render import charts
+
 
 def energy_input(runs: list[tuple[str, dict]]) -> tuple[list[dict], list[str]]:
     """Work per joule and average watts per run, dtype and layer type, from the runs' energy;
@@ -50,6 +52,6 @@ def energy_input(runs: list[tuple[str, dict]]) -> tuple[list[dict], list[str]]:
     return rows, notes
 
 
-def energy_charts(runs: list[tuple[str, dict]], charts) -> dict:
+def energy_charts(runs: list[tuple[str, dict]]) -> dict:
     """The section's chart specs, by the name its template partial places them under."""
     return {"perf_per_watt": charts.perf_per_watt(*energy_input(runs))}

@@ -1,46 +1,19 @@
-"""The packet's charts, section by section: the run-level sections' inputs here, the
-production-evidence sections' in their own modules (sweep, soak, energy, quality, shapes)."""
+"""The run-level sections' charts (roofline, layers, communication, latency, comparison,
+risks); the production-evidence sections' are in their own modules (sweep, soak, energy,
+quality, shapes, fit)."""
 
 from __future__ import annotations
 
 from reviewkit.analysis.distributed import over_others
+from reviewkit.analysis.platforms import PlatformMatrix
 from reviewkit.analysis.sla import calls_per_s
+from reviewkit.render import charts
 from reviewkit.render.packet.brief import device_label
-from reviewkit.render.packet.energy import energy_charts
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
-from reviewkit.render.packet.quality import quality_charts
-from reviewkit.render.packet.shapes import shape_charts
-from reviewkit.render.packet.soak import soak_charts
-from reviewkit.render.packet.sweep import sweep_charts
 from reviewkit.review.gate import Report
 
 
-def draw_charts(
-    report: Report,
-    runs: list[tuple[str, dict]],
-    layer_rows: list[dict],
-    workload_rows: list[dict],
-    charts,
-    soak: tuple[list[dict], list[str]] | None = None,
-) -> dict:
-    """Every section's chart specs, by the names the template partials place them under."""
-    return {
-        **_roofline_charts(runs, charts),
-        **_layer_charts(layer_rows, charts),
-        **_latency_charts(runs, charts),
-        **_comparison_charts(report, charts),
-        **_risk_charts(report, charts),
-        **_platform_charts(report, charts),
-        **shape_charts(report, workload_rows, charts),
-        **sweep_charts(report, charts),
-        **soak_charts(report, charts, soak),
-        **energy_charts(runs, charts),
-        **quality_charts(report, charts),
-        **_communication_charts(runs, charts),
-    }
-
-
-def _communication_charts(runs: list[tuple[str, dict]], charts) -> dict:
+def communication_charts(runs: list[tuple[str, dict]]) -> dict:
     """Collective time against bytes on the wire, and the skew across ranks, for the runs
     measured on several ranks (none: no charts, and the section is left out)."""
     multi = [(label, doc) for label, doc in runs if doc.get("distributed")]
@@ -75,7 +48,7 @@ def _communication_charts(runs: list[tuple[str, dict]], charts) -> dict:
     }
 
 
-def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
+def roofline_charts(runs: list[tuple[str, dict]]) -> dict:
     roofline_runs = []
     for label, doc in runs:
         ceilings = doc.get("ceilings") or {}
@@ -114,7 +87,7 @@ def _roofline_charts(runs: list[tuple[str, dict]], charts) -> dict:
     return {"roofline": charts.roofline(roofline_runs)}
 
 
-def _layer_charts(layer_rows: list[dict], charts) -> dict:
+def layer_charts(layer_rows: list[dict]) -> dict:
     layer_chart_rows = [
         {
             "run": f"{row['run']} {row['dtype']}",
@@ -146,7 +119,7 @@ def _layer_charts(layer_rows: list[dict], charts) -> dict:
     }
 
 
-def _latency_charts(runs: list[tuple[str, dict]], charts) -> dict:
+def latency_charts(runs: list[tuple[str, dict]]) -> dict:
     latency = []
     for label, doc in runs:
         for w in doc["workloads"]:
@@ -164,7 +137,7 @@ def _latency_charts(runs: list[tuple[str, dict]], charts) -> dict:
     return {"latency": charts.latency_distribution(latency, LATENCY_CHART_WORKLOADS)}
 
 
-def _comparison_charts(report: Report, charts) -> dict:
+def comparison_charts(report: Report) -> dict:
     forest_layers, forest_workloads = [], []
     multi = len(report.comparisons) > 1
     for i, comp in enumerate(report.comparisons):
@@ -200,8 +173,8 @@ def _comparison_charts(report: Report, charts) -> dict:
     }
     return {
         "forest_layers": charts.forest(forest_layers, item="layer type", **band),
-        **_split_forest(forest_workloads, band, charts),
-        **_claim_forest(report, band, charts),
+        **_split_forest(forest_workloads, band),
+        **_claim_forest(report, band),
     }
 
 
@@ -211,7 +184,7 @@ QUANTILE_FIELDS = {"p50": ("median_ratio", "median_ratio_ci"), "p95": ("p95_rati
 QUANTILE_TITLES = {"p50": "Median", "p95": "p95", "p99": "p99"}
 
 
-def _claim_forest(report: Report, band: dict, charts) -> dict:
+def _claim_forest(report: Report, band: dict) -> dict:
     """The chart that carries the claim: the primary metric's quantile on the claim's slice
     only (its dtype and layer type, the primary workload first), never other dtypes pooled in.
     None when the primary metric is a layer type (forest_layers carries it then)."""
@@ -245,7 +218,7 @@ def _claim_forest(report: Report, band: dict, charts) -> dict:
 FOREST_ROWS_PER_CHART = 48
 
 
-def _split_forest(rows: list[dict], band: dict, charts) -> dict:
+def _split_forest(rows: list[dict], band: dict) -> dict:
     """The per-workload forest as `forest_workloads`, and over FOREST_ROWS_PER_CHART rows as
     parts (`forest_workloads_2`, ...) in ratio order that share one axis."""
     if len(rows) <= FOREST_ROWS_PER_CHART:
@@ -262,7 +235,7 @@ def _split_forest(rows: list[dict], band: dict, charts) -> dict:
     return out
 
 
-def _risk_charts(report: Report, charts) -> dict:
+def risk_charts(report: Report) -> dict:
     risks = [
         {"description": k.description, "level": k.level, "likelihood": k.likelihood,
          "owner": k.owner}
@@ -271,7 +244,7 @@ def _risk_charts(report: Report, charts) -> dict:
     return {"risk_map": charts.risk_map(risks)}
 
 
-def _platform_charts(report: Report, charts) -> dict:
+def trade_charts(report: Report) -> dict:
     from reviewkit.analysis.platforms import device_name
 
     devices = {device_name(d) for d in [report.baseline, *(d for _, d in report.review_candidates)]}
@@ -336,3 +309,14 @@ def trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
             }
         )
     return rows
+
+
+def platform_charts(matrix: PlatformMatrix, platforms: dict) -> dict:
+    """The workloads x platforms matrix; with one device the section says so: no empty chart."""
+    if not matrix.multi_device:
+        return {}
+    return {
+        "platform_matrix": charts.platform_matrix(
+            platforms["cells"], [p.label for p in matrix.platforms]
+        )
+    }

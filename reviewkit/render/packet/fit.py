@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from reviewkit.evidence.trace import fit as fitmatrix
+from reviewkit.render import charts
 from reviewkit.render.packet.labels import number_or_none, run_label
 from reviewkit.review.gate import Report
 
@@ -31,7 +32,6 @@ NO_FIT_ITEM = (
 
 
 NO_USABLE_TRACE = f"No cited file is a usable trace summary (see above): {TRACE_HOWTO}."
-
 
 
 MAX_UNMAPPED_NAMES = 5  # the unmapped row names its largest operators; the summary lists more
@@ -193,7 +193,7 @@ def _fit_candidate(fit, label: str, run: str, fit_verdict, unmapped: str) -> dic
     }
 
 
-def fit_input(report: Report, charts) -> tuple[dict, dict]:
+def fit_input(report: Report) -> tuple[dict, dict]:
     """The production-fit section (per candidate: score against the rubric's threshold, layer
     types, shapes outside the suite; per trace: provenance and data quality) and its charts."""
     from reviewkit.evidence.trace import fit as fitmatrix

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import functools
-import os
 import re
-import time
 
 from reviewkit import templates
 from reviewkit.common import format as fmt
-from reviewkit.common.errors import InputError
 from reviewkit.render.packet.bottlenecks import class_text
+from reviewkit.render.packet.sections import shown_sections
 
 TEMPLATES = templates.FOLDER
 
@@ -22,17 +20,6 @@ SCRIPTS = ("packet.js", "site.js")
 
 
 VEGA_BUNDLE = "vega-bundle.js"
-
-
-def generated_stamp() -> str | None:
-    """Wall-clock time only when SOURCE_DATE_EPOCH asks for it: same inputs, same bytes."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if not epoch:
-        return None
-    try:
-        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(epoch)))
-    except ValueError as exc:
-        raise InputError(f"SOURCE_DATE_EPOCH={epoch!r}: expected an integer") from exc
 
 
 # `reviewkit soak --out ...` in a check's summary or a rubric's clears_with: markdown's inline
@@ -95,6 +82,7 @@ def render_html(
     }
     return template.render(
         m=model,
+        sections=shown_sections(model),
         mode=mode,
         specs=specs,
         svgs={k: Markup(v) for k, v in svgs.items()},

@@ -1,11 +1,14 @@
-"""Shared pieces of the packet: its error, schema version, run labels, milliseconds, slices."""
+"""Shared pieces of the packet: its error, schema version, build date, run labels, milliseconds,
+slices."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reviewkit.common.errors import ReviewkitError
+from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.numbers import finite_number
 
 PACKET_SCHEMA_VERSION = 1
@@ -24,6 +27,17 @@ Progress = Callable[[str], None]
 
 class PacketError(ReviewkitError):
     """The packet could not be rendered (a template, chart or PDF step failed)."""
+
+
+def generated_stamp() -> str | None:
+    """Wall-clock time only when SOURCE_DATE_EPOCH asks for it: same inputs, same bytes."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if not epoch:
+        return None
+    try:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(epoch)))
+    except ValueError as exc:
+        raise InputError(f"SOURCE_DATE_EPOCH={epoch!r}: expected an integer") from exc
 
 
 def run_label(i: int, n: int) -> str:

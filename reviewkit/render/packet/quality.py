@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reviewkit.common import format as fmt
+from reviewkit.render import charts
 from reviewkit.review.gate import Report
 
 NO_QUALITY = (
@@ -63,6 +64,6 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
     return rows, tolerances, notes
 
 
-def quality_charts(report: Report, charts) -> dict:
+def quality_charts(report: Report) -> dict:
     """The section's chart specs, by the name its template partial places them under."""
     return {"quality_drift": charts.quality_drift(*quality_input(report))}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.render import charts
 from reviewkit.render.packet.labels import ms, run_label, slice_name
 from reviewkit.review.gate import Report
 from reviewkit.suite.workloads import DTYPES
@@ -63,6 +64,6 @@ def _family(key: str) -> str:
     return " · ".join(parts[:2] + dtype)
 
 
-def shape_charts(report: Report, workload_rows: list[dict], charts) -> dict:
+def shape_charts(report: Report, workload_rows: list[dict]) -> dict:
     """The section's chart specs, by the name its template partial places them under."""
     return {"shape_portability": charts.shape_heatmap(shape_input(report, workload_rows))}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.render import charts
 from reviewkit.review.gate import Report
 
 NO_SOAK = (
@@ -76,10 +77,10 @@ def one_soak(soak, source: str, several: bool) -> dict:
     }
 
 
-def soak_charts(report: Report, charts, soak: tuple[list[dict], list[str]] | None = None) -> dict:
+def soak_charts(soak: tuple[list[dict], list[str]]) -> dict:
     """The section's chart specs, by the name its template partial places them under (`soak`:
-    soak_input's result when the caller has read it already)."""
-    return {"stability": charts.stability(*(soak or soak_input(report)))}
+    soak_input's result, read once for the chart and the notes beside it)."""
+    return {"stability": charts.stability(*soak)}
 
 
 def soak_notes(soaks: list[dict]) -> list[str]:

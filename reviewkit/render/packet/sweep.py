@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviewkit.render import charts
 from reviewkit.review.gate import Report
 
 NO_SWEEP = (
@@ -102,6 +103,6 @@ def sweep_input(report: Report) -> tuple[list[dict], list[str]]:
     return panels, notes
 
 
-def sweep_charts(report: Report, charts) -> dict:
+def sweep_charts(report: Report) -> dict:
     """The section's chart specs, by the name its template partial places them under."""
     return {"latency_throughput": charts.latency_throughput(*sweep_input(report))}
