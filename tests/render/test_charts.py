@@ -781,15 +781,15 @@ def test_no_rows_stay_pending_between_charts():
     for name, fn, build, _ in CASES:
         spec = fn(build())
         assert datasets(spec), name  # the rows are in the spec ...
-        assert base._PENDING == {}, f"{name} left rows pending"  # ... and nowhere else
+        assert base.PENDING == {}, f"{name} left rows pending"  # ... and nowhere else
 
 
 def test_the_in_memory_svg_cache_is_bounded(monkeypatch):
     from reviewkit.render.charts import convert
 
     monkeypatch.setattr(convert, "_SVG_CACHE", {})
-    monkeypatch.setattr(convert, "_cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
-    monkeypatch.setattr(convert, "_write_cache", lambda path, text: None)
+    monkeypatch.setattr(convert, "chart_cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
+    monkeypatch.setattr(convert, "write_cache", lambda path, text: None)
     import vl_convert
 
     monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec, **kw: "<svg/>")

@@ -351,13 +351,13 @@ def test_the_heatmap_legend_writes_its_ends_out():
 
 
 def test_numbers_are_written_out():
-    assert base._fmt(12351.0) == "12,350"  # four significant digits, never "1.235e+04"
-    assert base._fmt(0.0736) == "0.0736"
-    assert base._fmt(2.54e-05) == f"2.54{TIMES}10⁻⁵"
-    assert base._fmt(1e-7) == f"1{TIMES}10⁻⁷"
-    assert base._duration(6.25e-5) == "62.5 µs"
-    assert base._duration(0.31) == "310 ms"
-    assert base._duration(2.5) == "2.5 s"
+    assert base.fmt_readable(12351.0) == "12,350"  # four significant digits, never "1.235e+04"
+    assert base.fmt_readable(0.0736) == "0.0736"
+    assert base.fmt_readable(2.54e-05) == f"2.54{TIMES}10⁻⁵"
+    assert base.fmt_readable(1e-7) == f"1{TIMES}10⁻⁷"
+    assert base.duration_text(6.25e-5) == "62.5 µs"
+    assert base.duration_text(0.31) == "310 ms"
+    assert base.duration_text(2.5) == "2.5 s"
 
 
 # --- print size --------------------------------------------------------------------------------

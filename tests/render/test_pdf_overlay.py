@@ -199,7 +199,7 @@ def test_the_worker_converts_the_charts_it_is_handed_and_the_caller_makes_their_
         doc = pdfium.PdfDocument(worker.render(_page(body), tmp_path, []).pdf)
     finally:
         worker.close()
-    cache = convert._cache_dir()
+    cache = convert.chart_cache_dir()
     # this process converted neither spec: the worker did, before it rendered the page
     assert all((cache / "svg" / f"{k}.svg").exists() for k in keys)
     assert len(_word_boxes(doc, "OVERLAYMARK")) == 1

@@ -118,7 +118,7 @@ LABEL_LIMIT = 300  # px: full workload ids (up to ~48 characters at 10 px) inste
 CHAR_PX = 6.2
 
 
-def _label_px(labels: Iterable[str], limit: int = LABEL_LIMIT) -> int:
+def label_px(labels: Iterable[str], limit: int = LABEL_LIMIT) -> int:
     """The width the longest of `labels` takes on an axis at LABEL_PX, at most `limit`."""
     longest = max((len(str(label)) for label in labels), default=0)
     return min(limit, math.ceil(longest * CHAR_PX))
@@ -133,10 +133,10 @@ Y_LABELLED_CHROME_PX = 14 + 8 + 5 + 20
 MIN_PLOT_PX = 300  # narrower, a log axis over several decades has room for too few ticks
 
 
-def _plot_width(labels: Iterable[str]) -> int:
+def plot_width(labels: Iterable[str]) -> int:
     """The plot width that keeps a chart with these y labels and no legend beside it within
     MAX_CHART_WIDTH_PX."""
-    return max(MIN_PLOT_PX, MAX_CHART_WIDTH_PX - Y_LABELLED_CHROME_PX - _label_px(labels))
+    return max(MIN_PLOT_PX, MAX_CHART_WIDTH_PX - Y_LABELLED_CHROME_PX - label_px(labels))
 
 
 # Okabe-Ito bluish green / vermillion / grey: safe for deuteranopia and protanopia.
@@ -191,32 +191,32 @@ BAR_PX = 14  # one bar per run; thick enough for a 10 px label beside it
 GROUP_GAP_PX = 10  # space between layer-type groups
 
 
-def _finite(x: object) -> bool:
+def is_finite(x: object) -> bool:
     """A real number (numpy scalars included); None, NaN, inf and booleans are not."""
     return finite_number(x)
 
 
-def _positive(x: object) -> bool:
+def is_positive(x: object) -> bool:
     """A number a log axis can show: finite and above zero."""
-    return _finite(x) and x > 0
+    return is_finite(x) and x > 0
 
 
-def _unique(values: Iterable[str]) -> list[str]:
+def unique_in_order(values: Iterable[str]) -> list[str]:
     """First-seen order: the caller's order of runs (baseline first) is meaningful."""
     return list(dict.fromkeys(values))
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _title(text: str | list[str], notes: list[str] | None = None) -> alt.TitleParams:
+def chart_title(text: str | list[str], notes: list[str] | None = None) -> alt.TitleParams:
     # every subtitle wrapped to the plot's width here, not at each chart: a forest plot's
     # one-line note on margin, noise floor and allowance ran off the A4 page; a title given as
     # lines keeps them
     shown = [_plain(t) for t in text] if isinstance(text, list) else _plain(text)
     if notes:
-        return alt.TitleParams(text=shown, subtitle=_notes(notes))
+        return alt.TitleParams(text=shown, subtitle=chart_notes(notes))
     return alt.TitleParams(text=shown)
 
 
@@ -224,14 +224,14 @@ def _title(text: str | list[str], notes: list[str] | None = None) -> alt.TitlePa
 # top-level "datasets" (still inline, no URL): altair deep-copies inline values at every
 # layer and encoding, which cost ~0.6 s a packet for the latency samples alone.
 # Rows of the chart being built, by name; empty between charts (see _build_releasing_rows).
-_PENDING: dict[str, list] = {}
+PENDING: dict[str, list] = {}
 
 
-def _data(values: Iterable[dict]) -> alt.NamedData:
+def named_data(values: Iterable[dict]) -> alt.NamedData:
     rows = list(values)
     text = json.dumps(rows, sort_keys=True, separators=(",", ":"), default=float)
     name = "rows-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    _PENDING[name] = rows
+    PENDING[name] = rows
     return alt.NamedData(name=name)
 
 
@@ -256,13 +256,13 @@ SPEC_MEMO_ENTRIES = 256  # a site of many decisions repeats the same charts of s
 
 def _build_releasing_rows(fn, args: tuple, kwargs: dict) -> dict:
     """Build one chart, then drop the rows it registered: they are inside its finished spec,
-    and keeping them would grow `_PENDING` for a whole site build."""
-    before = set(_PENDING)
+    and keeping them would grow `PENDING` for a whole site build."""
+    before = set(PENDING)
     try:
         return fn(*args, **kwargs)
     finally:
-        for name in [n for n in _PENDING if n not in before]:
-            del _PENDING[name]
+        for name in [n for n in PENDING if n not in before]:
+            del PENDING[name]
 
 
 # Built specs are also kept on disk: altair's deep copies cost a warm packet 0.6-0.9 s of its
@@ -271,7 +271,7 @@ def _build_releasing_rows(fn, args: tuple, kwargs: dict) -> dict:
 SPEC_DISK_CACHE = True
 
 
-def _memo(fn):
+def memoised_chart(fn):
     """Memoise a chart builder on its JSON-encoded arguments, in memory and on disk: building
     through altair costs 20-90 ms a chart, and a decisions log draws the same runs' charts many
     times. The spec returned is shared: callers read it and never modify it."""
@@ -316,9 +316,9 @@ def _builders_hash() -> str:
 
 
 def _spec_path(key: str):
-    from reviewkit.render.charts.convert import _cache_dir
+    from reviewkit.render.charts.convert import chart_cache_dir
 
-    return _cache_dir() / "spec" / _builders_hash() / f"{key}.json"
+    return chart_cache_dir() / "spec" / _builders_hash() / f"{key}.json"
 
 
 def _disk_spec(key: str) -> dict | None:
@@ -332,12 +332,12 @@ def _disk_spec(key: str) -> dict | None:
 
 def _keep_spec(key: str, spec: dict) -> None:
     if SPEC_DISK_CACHE:
-        from reviewkit.render.charts.convert import _write_cache
+        from reviewkit.render.charts.convert import write_cache
 
-        _write_cache(_spec_path(key), json.dumps(spec, separators=(",", ":")))
+        write_cache(_spec_path(key), json.dumps(spec, separators=(",", ":")))
 
 
-def _finish(chart: alt.TopLevelMixin) -> dict:
+def finish_chart(chart: alt.TopLevelMixin) -> dict:
     """Apply the shared look and return the plain dict, with its rows attached."""
     # Every size set here, none left to Vega's defaults, so the print arithmetic above holds.
     configured = (
@@ -367,7 +367,7 @@ def _finish(chart: alt.TopLevelMixin) -> dict:
     # the first letters of long axis labels were clipped in the PDF.
     spec["padding"] = {"left": 14, "top": 5, "right": 5, "bottom": 5}
     names = sorted(_dataset_names(spec, set()))
-    spec["datasets"] = {name: _PENDING[name] for name in names}
+    spec["datasets"] = {name: PENDING[name] for name in names}
     return spec
 
 
@@ -376,17 +376,17 @@ def _finish(chart: alt.TopLevelMixin) -> dict:
 NO_DATA_KEY = "reviewkit_no_data"
 
 
-def _no_data(title: str, notes: list[str] | None = None) -> dict:
+def no_data_chart(title: str, notes: list[str] | None = None) -> dict:
     """A visible "no data" message: an empty plot would read as a rendering failure. Every
     builder returns this when it has nothing to draw, marked `usermeta[NO_DATA_KEY]` with the
     reason (the notes, unwrapped) so the packet can say it in a line of text instead."""
     chart = (
-        alt.Chart(_data([{"message": "no data"}]))
+        alt.Chart(named_data([{"message": "no data"}]))
         .mark_text(fontSize=16, color="#555555")
         .encode(text="message:N")
-        .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=_title(title, notes))
+        .properties(width=WIDTH, height=NO_DATA_HEIGHT, title=chart_title(title, notes))
     )
-    spec = _finish(chart)
+    spec = finish_chart(chart)
     reasons = [_plain(" ".join(str(n).split())) for n in notes or []]
     spec["usermeta"] = {
         NO_DATA_KEY: True,
@@ -411,7 +411,7 @@ RULE_COLOUR = "#333333"  # SLA, offline and tolerance rules: neutral against dat
 KNEE_COLOUR = "#E69F00"  # Okabe-Ito orange: apart from the p50/p99 and verdict colours
 
 
-def _notes(lines: Iterable[str]) -> list[str]:
+def chart_notes(lines: Iterable[str]) -> list[str]:
     """Subtitle lines, each cut to a sane length and wrapped to the plot width."""
     import textwrap
 
@@ -440,19 +440,18 @@ def _plain(text: str) -> str:
     markdown, and the backticks printed as they are), numbers in exponent notation written
     out, and Python's repr of a list of names as the names."""
     text = _CODE_SPAN.sub(lambda m: f"“{m.group(1)}”", str(text)).replace("`", "")
-    text = _EXPONENT.sub(lambda m: _fmt(float(m.group(0))), text)
+    text = _EXPONENT.sub(lambda m: fmt_readable(float(m.group(0))), text)
     return _STR_LIST.sub(lambda m: ", ".join(re.findall(r"'([^']*)'", m.group(0))), text)
 
 
 # The one readable-number formatter (common/format.readable): never Python's exponent form.
-_fmt = fmt_readable
 TIMES = READABLE_TIMES
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """A time to three significant digits in the largest unit that keeps it from 1 up:
     0.0000625 -> "62.5 µs", 0.31 -> "310 ms" (never "0.0000625 s" or "6.25e-05 s")."""
     for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(seconds) >= factor:
-            return f"{_fmt(seconds / factor, 3)} {unit}"
-    return f"{_fmt(seconds / 1e-9, 3)} ns"
+            return f"{fmt_readable(seconds / factor, 3)} {unit}"
+    return f"{fmt_readable(seconds / 1e-9, 3)} ns"

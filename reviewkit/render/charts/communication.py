@@ -14,20 +14,20 @@ from reviewkit.render.charts.base import (
     MAX_CHART_WIDTH_PX,
     MILLI,
     WIDTH,
-    _data,
-    _finish,
-    _fmt,
-    _memo,
-    _no_data,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    finish_chart,
+    fmt_readable,
+    is_positive,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plural,
+    unique_in_order,
 )
 
 
-@_memo
+@memoised_chart
 def collective_times(runs: list[dict]) -> dict:
     """Log-log: one point per collective (p50, the slowest rank per call; its p99 as a tick
     above), x the bytes each rank puts on the wire, and per run the link ceiling's line
@@ -42,27 +42,27 @@ def collective_times(runs: list[dict]) -> dict:
         label = str(run["label"])
         for c in run.get("collectives") or []:
             wire, p50, p99 = c.get("wire_bytes"), c.get("p50_s"), c.get("p99_s")
-            if not (_positive(wire) and _positive(p50)):
+            if not (is_positive(wire) and is_positive(p50)):
                 skipped += 1  # one rank, or nothing measured: no place on log axes
                 continue
             points.append({
                 "run": label, "id": str(c["id"]), "op": str(c["op"]),
                 "wire_mib": float(wire) / (1 << 20), "p50_ms": float(p50) * MILLI,
-                "p99_ms": float(p99) * MILLI if _positive(p99) else None,
+                "p99_ms": float(p99) * MILLI if is_positive(p99) else None,
                 "busbw_gbs": (c.get("busbw_bytes_per_s") or 0.0) / GIGA,
                 "skew": c.get("skew"),
             })  # fmt: skip
         link = run.get("link_bytes_per_s")
-        if _positive(link) and points:
+        if is_positive(link) and points:
             wires = [p["wire_mib"] for p in points if p["run"] == label]
             for mib in (min(wires) / 2, max(wires) * 2):
                 lines.append({
-                    "ceiling": f"{label} link {_fmt(float(link) / GIGA, 3)} GB/s",
+                    "ceiling": f"{label} link {fmt_readable(float(link) / GIGA, 3)} GB/s",
                     "wire_mib": mib, "ms": mib * (1 << 20) / float(link) * MILLI,
                 })  # fmt: skip
-    notes = [f"{_plural(skipped, 'collective')} with nothing on the wire not shown"] * bool(skipped)
+    notes = [f"{plural(skipped, 'collective')} with nothing on the wire not shown"] * bool(skipped)
     if not points:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     notes.append("a point's height above its run's line is the per-call cost beyond t_comm")
     # Explicit ends and ticks: Vega's 1..9 of each decade collide on a log axis (axes.py).
     x_lo, x_hi = log_domain([p["wire_mib"] for p in points] + [r["wire_mib"] for r in lines])
@@ -77,7 +77,7 @@ def collective_times(runs: list[dict]) -> dict:
     layers = []
     if lines:
         layers.append(
-            alt.Chart(_data(lines))
+            alt.Chart(named_data(lines))
             .mark_line(color=CEILING_COLOUR, strokeDash=[4, 3])
             .encode(
                 x=x,
@@ -86,9 +86,9 @@ def collective_times(runs: list[dict]) -> dict:
                 tooltip=[alt.Tooltip("ceiling:N")],
             )
         )
-    runs_seen = _unique(p["run"] for p in points)
+    runs_seen = unique_in_order(p["run"] for p in points)
     layers.append(
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_point(filled=True, size=70)
         .encode(
             x=x,
@@ -106,11 +106,13 @@ def collective_times(runs: list[dict]) -> dict:
             ],
         )
     )
-    chart = alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=_title(title, notes))
-    return _finish(chart)
+    chart = alt.layer(*layers).properties(
+        width=WIDTH, height=HEIGHT, title=chart_title(title, notes)
+    )
+    return finish_chart(chart)
 
 
-@_memo
+@memoised_chart
 def rank_skew(rows: list[dict]) -> dict:
     """Per workload and rank, the rank's median over the other ranks' median (1.0: no skew):
     a straggler is a column of cells above 1 on the compute workloads. A row is named by its
@@ -118,18 +120,19 @@ def rank_skew(rows: list[dict]) -> dict:
 
     `rows`: [{"run", "workload", "rank", "ratio"}]."""
     title = "Skew across ranks: each rank's median over the other ranks' median"
-    data = [r for r in rows if _positive(r.get("ratio"))]
+    data = [r for r in rows if is_positive(r.get("ratio"))]
     if not data:
-        return _no_data(title)
+        return no_data_chart(title)
 
     def row(r: dict) -> str:
         return f"{r['run']} · {r['workload']}" if r.get("run") else str(r["workload"])
 
-    workloads = _unique(row(r) for r in data)
+    workloads = unique_in_order(row(r) for r in data)
     cells = [{**r, "row": row(r), "rank": f"rank {r['rank']}"} for r in data]
-    ranks = _unique(c["rank"] for c in sorted(cells, key=lambda c: int(c["rank"].split()[1])))
+    by_rank = sorted(cells, key=lambda c: int(c["rank"].split()[1]))
+    ranks = unique_in_order(c["rank"] for c in by_rank)
     chart = (
-        alt.Chart(_data(cells))
+        alt.Chart(named_data(cells))
         .mark_rect()
         .encode(
             x=alt.X("rank:N", title=None, sort=ranks),
@@ -144,6 +147,6 @@ def rank_skew(rows: list[dict]) -> dict:
         .properties(width=min(MAX_CHART_WIDTH_PX - LABEL_LIMIT - 150, 40 * len(ranks)),
                     height=max(12, min(14, (MAX_CHART_HEIGHT_PX - 80) // len(workloads)))
                     * len(workloads),
-                    title=_title(title))
+                    title=chart_title(title))
     )  # fmt: skip
-    return _finish(chart)
+    return finish_chart(chart)

@@ -15,21 +15,21 @@ from reviewkit.render.charts.base import (
     NO_DATA_HEIGHT,
     VERDICT_COLOURS,
     VERDICT_SHAPES,
-    _data,
-    _duration,
-    _finish,
-    _finite,
-    _fmt,
-    _label_px,
-    _memo,
-    _no_data,
-    _notes,
-    _plot_width,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_notes,
+    chart_title,
+    duration_text,
+    finish_chart,
+    fmt_readable,
+    is_finite,
+    is_positive,
+    label_px,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plot_width,
+    plural,
+    unique_in_order,
 )
 
 FOREST_PAD = 1.1  # factor of x range beyond the outermost interval end
@@ -37,7 +37,7 @@ TRADE_PANEL_WIDTH = 200  # at most: two panels side by side, each with its candi
 TRADE_BAR_PX = 22
 
 
-@_memo
+@memoised_chart
 def forest(
     rows: list[dict],
     *,
@@ -66,14 +66,14 @@ def forest(
     points, dropped = [], 0
     for r in rows:
         ratio = r.get("ratio")
-        if not _positive(ratio):
+        if not is_positive(ratio):
             dropped += 1
             continue
         verdict = r.get("verdict")
         if verdict not in VERDICT_COLOURS:
             raise ValueError(f"forest: unknown verdict {verdict!r} for {r.get('workload')!r}")
         low, high = r.get("low"), r.get("high")
-        interval = _positive(low) and _positive(high)
+        interval = is_positive(low) and is_positive(high)
         points.append(
             {
                 "workload": str(r["workload"]),
@@ -83,9 +83,9 @@ def forest(
                 "verdict": verdict,
             }
         )
-    notes = [f"{_plural(dropped, item)} without a positive ratio not shown"] if dropped else []
+    notes = [f"{plural(dropped, item)} without a positive ratio not shown"] if dropped else []
     if not points:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     band = margin is not None and 0 < margin < 1
     if band:
         floor = "" if noise_floor is None else f"; measured noise floor ±{100 * noise_floor:.1f}%"
@@ -97,7 +97,7 @@ def forest(
             f"shaded: the rubric's margin ±{100 * margin:.0f}% (within it: equivalent){floor}"
         )
     points.sort(key=lambda p: (p["ratio"], p["workload"]))
-    order = _unique(p["workload"] for p in points)
+    order = unique_in_order(p["workload"] for p in points)
     intervals = [p for p in points if p["low"] is not None]
 
     # Log "nice" rounds out to whole decades, which squeezes ratios near 1 into a sliver: pad
@@ -110,7 +110,7 @@ def forest(
     if axis_ends:
         ends += list(axis_ends)
     x_domain = (min(ends) / FOREST_PAD, max(ends) * FOREST_PAD)
-    width = _plot_width(order)
+    width = plot_width(order)
     x_scale = alt.Scale(type="log", domain=list(x_domain), nice=False)
     # two lines: on one, the title was wider than a plot beside 300 px of labels
     x_title = ["Ratio of medians, candidate / baseline", "(log scale; below 1 is faster)"]
@@ -122,12 +122,12 @@ def forest(
     # width with labels up to LABEL_LIMIT
     legend = alt.Legend(orient="bottom", direction="horizontal", title="verdict")
     one = (
-        alt.Chart(_data([{"ratio": 1.0}]))
+        alt.Chart(named_data([{"ratio": 1.0}]))
         .mark_rule(color="#333333", strokeDash=[4, 3])
         .encode(x=alt.X("ratio:Q", title=x_title, scale=x_scale, axis=x_axis))
     )
     bars = (
-        alt.Chart(_data(intervals))
+        alt.Chart(named_data(intervals))
         .mark_rule(strokeWidth=1.5)
         .encode(
             x=alt.X("low:Q", title=x_title, scale=x_scale, axis=x_axis),
@@ -138,7 +138,7 @@ def forest(
         )
     )
     dots = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_point(filled=True, size=70, opacity=1)
         .encode(
             x=alt.X("ratio:Q", title=x_title, scale=x_scale, axis=x_axis),
@@ -161,15 +161,17 @@ def forest(
     layers = [one, bars, dots]
     if band:
         shade = (
-            alt.Chart(_data([{"low": 1 - margin, "high": 1 + margin}]))
+            alt.Chart(named_data([{"low": 1 - margin, "high": 1 + margin}]))
             .mark_rect(color="#999999", opacity=0.15)
             .encode(x=alt.X("low:Q", title=x_title, scale=x_scale, axis=x_axis), x2="high:Q")
         )
         layers.insert(0, shade)
     chart = alt.layer(*layers).properties(
-        width=width, height=_rows_height(len(order), len(_notes(notes))), title=_title(title, notes)
+        width=width,
+        height=_rows_height(len(order), len(chart_notes(notes))),
+        title=chart_title(title, notes),
     )
-    return _finish(chart)
+    return finish_chart(chart)
 
 
 FOREST_ROW_PX = BAR_PX + 8  # a row's pitch when the page has room
@@ -204,23 +206,23 @@ TRADE_DIMENSIONS = (
 )
 
 
-@_memo
+@memoised_chart
 def trade_view(rows: list[dict]) -> dict:
     """Four panels (throughput, p99, energy, risk) of bars per candidate; gaps said in words."""
     title = "Platform trade view"
     if not rows:
-        return _no_data(title)
-    candidates = _unique(str(r["candidate"]) for r in rows)
+        return no_data_chart(title)
+    candidates = unique_in_order(str(r["candidate"]) for r in rows)
     # Two panels a row share the print width with their candidate labels (drawn on each), the
     # spacing (24) and the padding: "baseline · AMD EPYC" made it 733 px at 200 px a panel.
-    room = MAX_CHART_WIDTH_PX - 24 - 19 - 2 * (_label_px(candidates) + 12)
+    room = MAX_CHART_WIDTH_PX - 24 - 19 - 2 * (label_px(candidates) + 12)
     panel_px = min(TRADE_PANEL_WIDTH, room // 2)
     panels = []
     for key, name, axis_title, better, scale, fixed in TRADE_DIMENSIONS:
         bars, missing = [], []
         for r in rows:
             value = r.get(key)
-            if _finite(value):
+            if is_finite(value):
                 bars.append({"candidate": str(r["candidate"]), "value": float(value) * scale})
             else:
                 # A missing measurement drawn as 0 would win every "lower is better" panel.
@@ -236,7 +238,7 @@ def trade_view(rows: list[dict]) -> dict:
         )
         y = alt.Y("candidate:N", title=None, sort=candidates)
         bar_layer = (
-            alt.Chart(_data(bars))
+            alt.Chart(named_data(bars))
             .mark_bar(color="#4C78A8")
             .encode(
                 x=x,
@@ -248,7 +250,7 @@ def trade_view(rows: list[dict]) -> dict:
             )
         )
         text_layer = (
-            alt.Chart(_data(missing))
+            alt.Chart(named_data(missing))
             .mark_text(align="left", baseline="middle", fontStyle="italic", color="#555555")
             .encode(x=alt.value(4), y=y, text="label:N")
         )
@@ -259,8 +261,8 @@ def trade_view(rows: list[dict]) -> dict:
                 title=f"{name}: {better}",
             )
         )
-    chart = alt.concat(*panels, columns=2, spacing=24).properties(title=_title(title))
-    return _finish(chart)
+    chart = alt.concat(*panels, columns=2, spacing=24).properties(title=chart_title(title))
+    return finish_chart(chart)
 
 
 # A cell holds three LABEL_PX text lines 11 px apart ("MFU 41.2%", "p99 736 µs", "SLA missed").
@@ -283,7 +285,7 @@ SLA_MISS_COLOUR = "#D55E00"  # Okabe-Ito vermillion, the "slower" colour: a miss
 SLA_MISS_STROKE_PX = 3
 
 
-@_memo
+@memoised_chart
 def platform_matrix(
     cells: list[dict], platforms: list[str], notes: list[str] | None = None
 ) -> dict:
@@ -297,7 +299,7 @@ def platform_matrix(
     """
     title = "Platforms side by side: MFU and p99 by workload"
     notes = list(notes or [])
-    rows = _unique(str(c["workload"]) for c in cells)
+    rows = unique_in_order(str(c["workload"]) for c in cells)
     if len(rows) > MAX_PLATFORM_ROWS:
         notes.append(f"the first {MAX_PLATFORM_ROWS} of {len(rows)} workloads (end-to-end first); "
                      "every cell is in the table below and in packet.json")  # fmt: skip
@@ -316,33 +318,33 @@ def platform_matrix(
             {
                 "workload": str(c["workload"]),
                 "platform": str(c["platform"]),
-                "mfu": float(mfu) if measured and _finite(mfu) else None,
+                "mfu": float(mfu) if measured and is_finite(mfu) else None,
                 "missed": sla == "missed",
-                "line1": (f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —")
+                "line1": (f"MFU {100 * mfu:.1f}%" if is_finite(mfu) else "MFU —")
                 if measured else "not measured",
-                "line2": f"p99 {_duration(float(p99))}" if measured and _finite(p99) else "",
+                "line2": f"p99 {duration_text(float(p99))}" if measured and is_finite(p99) else "",
                 "line3": {"met": "SLA met", "missed": "SLA missed"}.get(sla, ""),
                 # Tooltip text: preformatted, so a value that is absent reads as its reason.
                 "workload_id": str(c.get("workload_id") or MISSING),
                 "device": str(c.get("device_name") or ""),
                 "dtype": str(c.get("dtype") or ""),
                 "mfu_text": (f"{100 * mfu:.1f}% of the {c.get('peak_source')} peak"
-                             if _finite(mfu) else str(c.get("reason") or "no MFU")),
-                "p99_text": _duration(float(p99)) if _finite(p99) else MISSING,
+                             if is_finite(mfu) else str(c.get("reason") or "no MFU")),
+                "p99_text": duration_text(float(p99)) if is_finite(p99) else MISSING,
                 "sla_text": sla + (f": {c['sla_reason']}" if c.get("sla_reason") else "")
                 + (f" [{c['sla_target']}]" if c.get("sla_target") else ""),
-                "throughput_text": (f"{_fmt(float(rate))} calls/s"
+                "throughput_text": (f"{fmt_readable(float(rate))} calls/s"
                                     + (f" at batch {c['batch']}" if c.get("batch") else "")
-                                    if _finite(rate) else MISSING),
-                "perf_w_text": (f"{_fmt(float(energy) / GIGA)} GFLOP/J, "
-                                f"{_fmt(float(c.get('avg_watts') or 0.0))} W average"
-                                if _finite(energy) else
+                                    if is_finite(rate) else MISSING),
+                "perf_w_text": (f"{fmt_readable(float(energy) / GIGA)} GFLOP/J, "
+                                f"{fmt_readable(float(c.get('avg_watts') or 0.0))} W average"
+                                if is_finite(energy) else
                                 f"not measured: {c.get('energy_reason') or 'no energy'}"),
                 "status_text": "measured" if measured else f"not measured: {c.get('reason')}",
             }
         )  # fmt: skip
     if not data:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     top = max([1e-3] + [d["mfu"] for d in data if d["mfu"] is not None])
     for d in data:  # white text on the deepest blues, dark text elsewhere, as the shape heatmap
         d["ink"] = "#FFFFFF" if d["mfu"] is not None and d["mfu"] > 0.6 * top else "#1D2330"
@@ -350,13 +352,13 @@ def platform_matrix(
     lead = ["colour: MFU against each platform's own peak (datasheet for a listed GPU, "
             "measured otherwise); text: MFU, p99 per call, SLA verdict"]  # fmt: skip
     if missed:
-        lead.append(f"{_plural(missed, 'cell')} outlined in vermillion: the SLA is missed")
+        lead.append(f"{plural(missed, 'cell')} outlined in vermillion: the SLA is missed")
     grey = sum(d["mfu"] is None for d in data)
     if grey:
-        lead.append(f"{_plural(grey, 'grey cell')}: not measured, or no MFU (tooltip says why)")
+        lead.append(f"{plural(grey, 'grey cell')}: not measured, or no MFU (tooltip says why)")
     columns = [p for p in platforms if any(d["platform"] == p for d in data)]
     # The columns share what the workload labels leave of the print width (no legend beside).
-    room = MAX_CHART_WIDTH_PX - 30 - _label_px(rows)
+    room = MAX_CHART_WIDTH_PX - 30 - label_px(rows)
     column_px = max(PLATFORM_MIN_COLUMN_PX, room // max(1, len(columns)))
     # "AMD EPYC · fp32" on two lines, device over dtype: one line was wider than the column.
     # The padding lifts the two lines clear of the plot (a top axis anchors its first line).
@@ -364,7 +366,7 @@ def platform_matrix(
                       labelExpr="split(datum.label, ' · ')", labelPadding=LABEL_PX + 4)  # fmt: skip
     x = alt.X("platform:N", title=None, sort=columns, axis=x_axis)
     y = alt.Y("workload:N", title=None, sort=rows, axis=alt.Axis(labelLimit=LABEL_LIMIT))
-    base = alt.Chart(_data(data))
+    base = alt.Chart(named_data(data))
     rect = base.mark_rect().encode(
         x=x,
         y=y,
@@ -397,6 +399,6 @@ def platform_matrix(
     chart = alt.layer(rect, *lines).properties(
         width=alt.Step(column_px),
         height=alt.Step(PLATFORM_ROW_PX),
-        title=_title(title, lead + notes),
+        title=chart_title(title, lead + notes),
     )
-    return _finish(chart)
+    return finish_chart(chart)

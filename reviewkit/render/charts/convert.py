@@ -55,7 +55,7 @@ def to_svg(spec: dict) -> str:
     svg = _SVG_CACHE.get(key)
     if svg is not None:
         return svg
-    cached = _cache_dir() / "svg" / f"{key}.svg"
+    cached = chart_cache_dir() / "svg" / f"{key}.svg"
     try:
         svg = cached.read_text(encoding="utf-8")
     except OSError:
@@ -64,14 +64,14 @@ def to_svg(spec: dict) -> str:
         # Serial on purpose (see the engineering notes: threads crash V8, forks hang), and
         # no base URL is allowed so an external data reference fails instead of drawing empty.
         svg = vl_convert.vegalite_to_svg(spec, vl_version=VEGALITE_VERSION, allowed_base_urls=[])
-        _write_cache(cached, svg)
+        write_cache(cached, svg)
     if len(_SVG_CACHE) >= SVG_MEMO_ENTRIES:
         _SVG_CACHE.pop(next(iter(_SVG_CACHE)))
     _SVG_CACHE[key] = svg
     return svg
 
 
-def _cache_dir() -> Path:
+def chart_cache_dir() -> Path:
     """The user's cache folder for reviewkit, per vl-convert and Vega-Lite version."""
     import os
 
@@ -87,18 +87,18 @@ def svg_to_pdf(svg: str) -> bytes:
     SVG's hash. The packet's PDF lays these over the boxes WeasyPrint keeps for the charts:
     drawing the SVGs through WeasyPrint took about half of the PDF's time (docs/benchmarks.md)."""
     key = hashlib.sha256(svg.encode("utf-8")).hexdigest()
-    cached = _cache_dir() / "pdf" / f"{key}.pdf"
+    cached = chart_cache_dir() / "pdf" / f"{key}.pdf"
     try:
         return cached.read_bytes()
     except OSError:
         import vl_convert
 
         pdf = vl_convert.svg_to_pdf(svg)
-        _write_cache(cached, pdf)
+        write_cache(cached, pdf)
         return pdf
 
 
-def _write_cache(path: Path, text: str | bytes) -> None:
+def write_cache(path: Path, text: str | bytes) -> None:
     """Write atomically; a read-only home still renders, just without the cache."""
     with contextlib.suppress(OSError):
         write_text_atomic(path, text)
@@ -112,11 +112,11 @@ def javascript_bundle() -> str:
     """
     import vl_convert
 
-    cached = _cache_dir() / "vega-bundle.js"
+    cached = chart_cache_dir() / "vega-bundle.js"
     try:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
     bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_VERSION)
-    _write_cache(cached, bundle)
+    write_cache(cached, bundle)
     return bundle

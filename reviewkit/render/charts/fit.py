@@ -12,16 +12,16 @@ from reviewkit.render.charts.base import (
     LABEL_LIMIT,
     LABEL_PX,
     MAX_WIDE_WIDTH_PX,
-    _data,
-    _finish,
-    _finite,
-    _fmt,
-    _label_px,
-    _memo,
-    _no_data,
-    _plural,
-    _title,
     alt,
+    chart_title,
+    finish_chart,
+    fmt_readable,
+    is_finite,
+    label_px,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plural,
 )
 from reviewkit.render.charts.comparison import SLA_MISS_COLOUR, SLA_MISS_STROKE_PX
 
@@ -109,7 +109,7 @@ def _covered_pct(covered: float, share: float, uncovered: bool) -> str:
     return f"{min(pct, 99.0):.0f}%"
 
 
-@_memo
+@memoised_chart
 def fit_matrix(
     rows: list[dict], summary: dict | None = None, notes: list[str] | None = None
 ) -> dict:
@@ -125,17 +125,17 @@ def fit_matrix(
     notes = list(notes or [])
     score, threshold = summary.get("score"), summary.get("min_coverage")
     title = "Production fit: share of production time the suite covers"
-    if _finite(score):
+    if is_finite(score):
         title = f"Production fit: the suite covers {100 * score:.1f}% of production time"
-        if _finite(threshold):
+        if is_finite(threshold):
             met = "met" if score >= threshold else "NOT met"
-            title += f" (rubric: at least {_fmt(100 * threshold, 3)}%, {met})"
+            title += f" (rubric: at least {fmt_readable(100 * threshold, 3)}%, {met})"
         else:
             title += " (the rubric sets no threshold)"
     cells, dropped = [], 0
     for r in rows:
         share, covered = r.get("share"), r.get("covered_share")
-        if not (_finite(share) and _finite(covered)) or share < 0:
+        if not (is_finite(share) and is_finite(covered)) or share < 0:
             dropped += 1  # a cell without a share would read as 0 % of production
             continue
         share, covered = float(share), max(0.0, min(float(covered), float(share)))
@@ -152,7 +152,7 @@ def fit_matrix(
                 "band": band,
                 "band_text": _band_text(band),
                 "column": _band_text(band).removesuffix(" elements"),
-                "order": float(low) if _finite(low) else None,
+                "order": float(low) if is_finite(low) else None,
                 "share": share,
                 "covered_share": covered,
                 "uncovered": uncovered,
@@ -166,9 +166,9 @@ def fit_matrix(
             }
         )
     if dropped:
-        notes.append(f"{_plural(dropped, 'row')} without a share not shown")
+        notes.append(f"{plural(dropped, 'row')} without a share not shown")
     if not cells:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     layer_share: dict[str, float] = {}
     for c in cells:
         layer_share[c["layer_type"]] = layer_share.get(c["layer_type"], 0.0) + c["share"]
@@ -186,13 +186,13 @@ def fit_matrix(
     for c in cells:  # white text on the deepest blues, dark text elsewhere, as the shape heatmap
         c["ink"] = "#FFFFFF" if c["share"] > 0.6 * top else "#1D2330"
     lead = []
-    if _finite(summary.get("layer_coverage")):
+    if is_finite(summary.get("layer_coverage")):
         lead.append(f"layer-type coverage {100 * summary['layer_coverage']:.1f}% (production time "
                     "whose layer type the suite measures at any shape)")  # fmt: skip
-    if _finite(summary.get("shape_range_factor")):
+    if is_finite(summary.get("shape_range_factor")):
         factor = summary["shape_range_factor"]
-        lead.append(f"covered: a suite workload of the layer type within {_fmt(factor)}x the "
-                    "shape's first-input elements")  # fmt: skip
+        lead.append(f"covered: a suite workload of the layer type within "
+                    f"{fmt_readable(factor)}x the shape's first-input elements")  # fmt: skip
     basis = str(summary.get("time_basis") or "")
     if basis:
         lead.append(f"time basis: {TIME_BASIS_WORDS.get(basis, basis)}")
@@ -200,9 +200,9 @@ def fit_matrix(
                 "workload covers (cov.)")  # fmt: skip
     outlined = [c for c in cells if c["uncovered"]]
     if outlined:
-        lead.append(f"{_plural(len(outlined), 'cell')} outlined in vermillion: production time no "
+        lead.append(f"{plural(len(outlined), 'cell')} outlined in vermillion: production time no "
                     "suite workload covers")  # fmt: skip
-    room = MAX_WIDE_WIDTH_PX - 29 - _label_px(layers)
+    room = MAX_WIDE_WIDTH_PX - 29 - label_px(layers)
     column_px = max(FIT_MIN_COLUMN_PX, room // max(1, len(columns)))
     # Two lines a column label, all of them: "shape not / recorded" fits the column, and a
     # first line left empty keeps "1-10" level with the others' second line. The padding lifts
@@ -220,7 +220,7 @@ def fit_matrix(
         alt.Tooltip("workloads_text:N", title="covering suite workloads"),
         alt.Tooltip("why:N", title="note"),
     ]
-    base = alt.Chart(_data(cells))
+    base = alt.Chart(named_data(cells))
     rect = base.mark_rect(stroke="#FFFFFF", strokeWidth=1).encode(
         x=x,
         y=y,
@@ -240,13 +240,13 @@ def fit_matrix(
     ]
     if outlined:  # drawn last, unfilled: a neighbour cell drawn later would cover half the line
         layers_drawn.append(
-            alt.Chart(_data(outlined))
+            alt.Chart(named_data(outlined))
             .mark_rect(filled=False, stroke=UNCOVERED_COLOUR, strokeWidth=UNCOVERED_STROKE_PX)
             .encode(x=x, y=y, tooltip=tooltip)
         )
     chart = alt.layer(*layers_drawn).properties(
         width=alt.Step(column_px),
         height=alt.Step(FIT_ROW_PX),
-        title=_title(title, lead + notes),
+        title=chart_title(title, lead + notes),
     )
-    return _finish(chart)
+    return finish_chart(chart)

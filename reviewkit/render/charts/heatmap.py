@@ -8,23 +8,23 @@ import math
 
 from reviewkit.render.charts.axes import LABEL_EXPR
 from reviewkit.render.charts.base import (
-    _PENDING,
     LABEL_PX,
     MAX_CHART_HEIGHT_PX,
     MAX_CHART_WIDTH_PX,
     MILLI,
+    PENDING,
     TITLE_PX,
-    _data,
-    _duration,
-    _finish,
-    _finite,
-    _memo,
-    _no_data,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    duration_text,
+    finish_chart,
+    is_finite,
+    is_positive,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plural,
+    unique_in_order,
 )
 from reviewkit.render.charts.comparison import MISSING_CELL
 
@@ -73,18 +73,18 @@ def _fitting_panels(cells: list[dict], notes: list[str]) -> tuple[list[dict], in
         several = len(order) - len(keep) - single
         if several:
             notes.append(
-                f"{_plural(several, 'more panel')} of several shapes not drawn (a page holds "
+                f"{plural(several, 'more panel')} of several shapes not drawn (a page holds "
                 f"{len(keep)}): every ratio is in the per-workload table"
             )
         if single:
             notes.append(
-                f"{_plural(single, 'panel')} of a single shape not drawn (one shape shows "
+                f"{plural(single, 'panel')} of a single shape not drawn (one shape shows "
                 "nothing of portability): its ratio is in the per-workload table"
             )
     return [c for k in keep for c in by_panel[k]], min(columns, len(keep))
 
 
-@_memo
+@memoised_chart
 def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     """Sequence length x batch per workload family: does a win on one shape hold on the others?
 
@@ -96,7 +96,7 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     cells, dropped = [], 0
     for r in rows:
         seq, batch = r.get("seq"), r.get("batch")
-        if not (_finite(seq) and _finite(batch)):
+        if not (is_finite(seq) and is_finite(batch)):
             dropped += 1
             continue
         ratio, mfu, p99 = r.get("ratio"), r.get("mfu"), r.get("p99_ms")
@@ -106,18 +106,18 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
                 "workload": str(r["workload"]),
                 "seq": int(seq),
                 "batch": int(batch),
-                "ratio": float(ratio) if _positive(ratio) else None,
+                "ratio": float(ratio) if is_positive(ratio) else None,
                 "verdict": str(r.get("verdict") or ""),
-                "mfu": float(mfu) if _finite(mfu) else None,
-                "p99_ms": float(p99) if _finite(p99) else None,
-                "mfu_label": f"MFU {100 * mfu:.1f}%" if _finite(mfu) else "MFU —",
-                "p99_label": f"p99 {_duration(p99 / MILLI)}" if _finite(p99) else "p99 —",
+                "mfu": float(mfu) if is_finite(mfu) else None,
+                "p99_ms": float(p99) if is_finite(p99) else None,
+                "mfu_label": f"MFU {100 * mfu:.1f}%" if is_finite(mfu) else "MFU —",
+                "p99_label": f"p99 {duration_text(p99 / MILLI)}" if is_finite(p99) else "p99 —",
             }
         )
     if dropped:
-        notes.append(f"{_plural(dropped, 'workload')} without a sequence length and batch")
+        notes.append(f"{plural(dropped, 'workload')} without a sequence length and batch")
     if not cells:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     cells, columns = _fitting_panels(cells, notes)
     by_ratio = any(c["ratio"] is not None for c in cells)
     if by_ratio:
@@ -162,9 +162,9 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
         c["ink"] = "#FFFFFF" if deep else "#1D2330"
     unmatched = sum(1 for c in cells if (c["ratio"] if by_ratio else c["mfu"]) is None)
     if unmatched:
-        notes.append(f"{_plural(unmatched, 'grey cell')}: measured, but no "
+        notes.append(f"{plural(unmatched, 'grey cell')}: measured, but no "
                      f"{'ratio' if by_ratio else 'MFU'}")  # fmt: skip
-    panels = _unique(c["panel"] for c in cells)
+    panels = unique_in_order(c["panel"] for c in cells)
     tooltip = [
         alt.Tooltip("workload:N"),
         alt.Tooltip("seq:O", title="sequence length"),
@@ -194,7 +194,7 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     mine, seqs, batches = axes_of(panels[0])
     x = alt.X("seq:O", title="sequence length", sort=seqs, axis=alt.Axis(labelAngle=0))
     y = alt.Y("batch:O", title="batch", sort=batches)
-    base = alt.Chart(_data(mine))
+    base = alt.Chart(named_data(mine))
     rect = base.mark_rect(stroke="#FFFFFF", strokeWidth=1).encode(
         x=x, y=y, color=alt.condition(missing, alt.value(MISSING_CELL), colour), tooltip=tooltip
     )
@@ -208,9 +208,9 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     chart = (
         alt.concat(first, columns=columns, spacing=HEAT_SPACING)
         .resolve_scale(x="independent", y="independent", color="shared")
-        .properties(title=_title(title, [lead, "text: candidate MFU and p99", *notes]))
+        .properties(title=chart_title(title, [lead, "text: candidate MFU and p99", *notes]))
     )
-    spec = _finish(chart)
+    spec = finish_chart(chart)
     # The other panels as copies of the first's dict with their own rows, axes and heading:
     # through altair, which deep-copies every layer on every combination, eleven panels took
     # 0.6 s to build.
@@ -220,8 +220,8 @@ def shape_heatmap(rows: list[dict], notes: list[str] | None = None) -> dict:
     old_name = base.data.name
     for name in panels[1:]:
         mine, seqs, batches = axes_of(name)
-        rows = _data(mine).name
-        spec["datasets"][rows] = _PENDING[rows]
+        rows = named_data(mine).name
+        spec["datasets"][rows] = PENDING[rows]
         sorts = {"seq": seqs, "batch": batches}
         panel = _retarget(json.loads(template), old_name, rows, sorts)
         panel["title"] = heading(name, seqs).to_dict()

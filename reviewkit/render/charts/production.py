@@ -21,20 +21,20 @@ from reviewkit.render.charts.base import (
     PERCENTILE_COLOURS,
     RULE_COLOUR,
     WIDTH,
-    _data,
-    _finish,
-    _finite,
-    _fmt,
-    _memo,
-    _no_data,
-    _plot_width,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    finish_chart,
+    fmt_readable,
+    is_finite,
+    is_positive,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plot_width,
+    plural,
+    unique_in_order,
 )
-from reviewkit.render.charts.runs import _grouped_height
+from reviewkit.render.charts.runs import grouped_height
 
 SWEEP_PANEL_HEIGHT = 180
 
@@ -64,10 +64,10 @@ def _x_rule(x: alt.X, value: float, label: str, what: str, dash: list[int]) -> l
     where the knee and the p50 line sit."""
     rows = [{"achieved_rate_per_s": value, "label": label}]
     return [
-        alt.Chart(_data(rows))
+        alt.Chart(named_data(rows))
         .mark_rule(color=RULE_COLOUR, strokeDash=dash)
         .encode(x=x, tooltip=[alt.Tooltip("label:N", title=what)]),
-        alt.Chart(_data(rows))
+        alt.Chart(named_data(rows))
         .mark_text(angle=270, baseline="bottom", dy=-3, fontSize=LABEL_PX, color=RULE_COLOUR)
         .encode(x=x, y=alt.value(SWEEP_PANEL_HEIGHT // 2), text="label:N"),
     ]
@@ -78,12 +78,12 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     rows = []
     for lv in p.get("levels") or []:
         rate = lv.get("achieved_rate_per_s")
-        if not _positive(rate):
+        if not is_positive(rate):
             continue
         reasons = "; ".join(map(str, lv.get("invalid_reasons") or [])) or "valid"
         for name in ("p50", "p99"):
             value = lv.get(f"{name}_s")
-            if not _positive(value):
+            if not is_positive(value):
                 continue
             rows.append(
                 {
@@ -98,8 +98,8 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
                 }
             )
     rows.sort(key=lambda r: (r["percentile"], r["achieved_rate_per_s"]))
-    sla_ms = float(p["sla_p99_s"]) * MILLI if _positive(p.get("sla_p99_s")) else None
-    offline = float(p["offline_rate_per_s"]) if _positive(p.get("offline_rate_per_s")) else None
+    sla_ms = float(p["sla_p99_s"]) * MILLI if is_positive(p.get("sla_p99_s")) else None
+    offline = float(p["offline_rate_per_s"]) if is_positive(p.get("offline_rate_per_s")) else None
     knee = p.get("knee") or {}
     ys = [r["latency_ms"] for r in rows] + ([sla_ms] if sla_ms else [])
     log_y = bool(ys) and max(ys) / min(ys) > 10  # queueing blows p99 up by orders of magnitude
@@ -110,7 +110,7 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
         y_axis = log_axis(y_lo, y_hi, SWEEP_PANEL_HEIGHT, horizontal=False)
     else:
         y_scale, y_axis = alt.Scale(zero=True), alt.Undefined
-    extra_x = [v for v in (offline, p.get("sla_min_rate_per_s")) if _positive(v)]
+    extra_x = [v for v in (offline, p.get("sla_min_rate_per_s")) if is_positive(v)]
     x_top = max([r["achieved_rate_per_s"] for r in rows] + [float(v) for v in extra_x] + [1e-9])
     x = alt.X(
         "achieved_rate_per_s:Q",
@@ -136,10 +136,10 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     valid = [r for r in rows if r["valid"]]
     invalid = [r for r in rows if not r["valid"]]
     layers = [
-        alt.Chart(_data(valid))
+        alt.Chart(named_data(valid))
         .mark_line(strokeWidth=1.5)
         .encode(x=x, y=y, color=colour, detail="percentile:N"),
-        alt.Chart(_data(valid))
+        alt.Chart(named_data(valid))
         .mark_point(filled=True, size=40, opacity=1)
         .encode(x=x, y=y, color=colour, tooltip=tooltip),
     ]
@@ -147,42 +147,46 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
     # a layer), and a packet draws this chart cold on every render.
     if invalid:  # not results: hollow and grey, their reasons in the tooltip
         layers.append(
-            alt.Chart(_data(invalid))
+            alt.Chart(named_data(invalid))
             .mark_point(filled=False, size=50, color=MUTED_COLOUR, strokeWidth=1.5)
             .encode(x=x, y=y, shape=alt.value("circle"), tooltip=tooltip)
         )
     if sla_ms is not None:
         sla = [
-            {"latency_ms": sla_ms, "label": f"SLA p99 {_fmt(sla_ms)} ms ({p.get('sla_source')})"}
+            {
+                "latency_ms": sla_ms,
+                "label": f"SLA p99 {fmt_readable(sla_ms)} ms ({p.get('sla_source')})",
+            }
         ]
         layers += [
-            alt.Chart(_data(sla))
+            alt.Chart(named_data(sla))
             .mark_rule(color=RULE_COLOUR, strokeDash=[6, 3])
             .encode(y=y, tooltip=[alt.Tooltip("label:N", title="SLA")]),
-            alt.Chart(_data(sla))
+            alt.Chart(named_data(sla))
             .mark_text(
                 align="left", baseline="bottom", dx=4, dy=-2, fontSize=LABEL_PX, color=RULE_COLOUR
             )
             .encode(x=alt.value(0), y=y, text="label:N"),
         ]
     if offline is not None:
-        layers += _x_rule(x, offline, f"offline {_fmt(offline)}/s", "offline throughput", [2, 2])
+        label = f"offline {fmt_readable(offline)}/s"
+        layers += _x_rule(x, offline, label, "offline throughput", [2, 2])
     min_rate = p.get("sla_min_rate_per_s")
-    if _positive(min_rate):
-        layers += _x_rule(x, float(min_rate), f"SLA ≥ {_fmt(min_rate)}/s", "SLA", [6, 3])
+    if is_positive(min_rate):
+        layers += _x_rule(x, float(min_rate), f"SLA ≥ {fmt_readable(min_rate)}/s", "SLA", [6, 3])
     point = knee.get("point")
-    if point and _positive(point.get("achieved_rate_per_s")) and _positive(point.get("p99_s")):
+    if point and is_positive(point.get("achieved_rate_per_s")) and is_positive(point.get("p99_s")):
         mark = [
             {
                 "achieved_rate_per_s": float(point["achieved_rate_per_s"]),
                 "latency_ms": float(point["p99_s"]) * MILLI,
                 "knee_rate_per_s": knee.get("rate_per_s"),
-                "label": f"knee: {_fmt(float(knee['rate_per_s']))}/s offered",
+                "label": f"knee: {fmt_readable(float(knee['rate_per_s']))}/s offered",
                 "rule": str(knee.get("rule") or ""),
             }
         ]
         layers += [
-            alt.Chart(_data(mark))
+            alt.Chart(named_data(mark))
             .mark_point(shape="diamond", size=160, filled=False, strokeWidth=2, color=KNEE_COLOUR)
             .encode(
                 x=x,
@@ -193,18 +197,18 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
                     alt.Tooltip("rule:N"),
                 ],
             ),
-            alt.Chart(_data(mark))
+            alt.Chart(named_data(mark))
             .mark_text(align="right", baseline="middle", dx=-10, fontSize=LABEL_PX, color="#8A5C00")
             .encode(x=x, y=y, text="label:N"),
         ]
     return alt.layer(*layers).properties(
         width=SWEEP_WIDTH,
         height=SWEEP_PANEL_HEIGHT,
-        title=_title(str(p["workload"]), p.get("notes") or []),
+        title=chart_title(str(p["workload"]), p.get("notes") or []),
     )
 
 
-@_memo
+@memoised_chart
 def latency_throughput(panels: list[dict], notes: list[str] | None = None) -> dict:
     """A latency-throughput curve per swept workload: where latency bends, against the SLA.
 
@@ -214,32 +218,34 @@ def latency_throughput(panels: list[dict], notes: list[str] | None = None) -> di
     """
     title = "Latency against throughput (server scenario, Poisson arrivals)"
     notes = list(notes or [])
-    usable = [p for p in panels if any(_positive(lv.get("achieved_rate_per_s"))
+    usable = [p for p in panels if any(is_positive(lv.get("achieved_rate_per_s"))
                                        for lv in p.get("levels") or [])]  # fmt: skip
     if len(usable) < len(panels):
-        notes.append(f"{_plural(len(panels) - len(usable), 'workload')} with no level to draw")
+        notes.append(f"{plural(len(panels) - len(usable), 'workload')} with no level to draw")
     if len(usable) > MAX_SWEEP_PANELS:
         notes.append(f"the first {MAX_SWEEP_PANELS} of {len(usable)} workloads; all are in "
                      "packet.json and the sweep file")  # fmt: skip
         usable = usable[:MAX_SWEEP_PANELS]
     if not usable:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     chart = (
         alt.vconcat(*[_sweep_panel(p) for p in usable], spacing=28)
         .resolve_scale(x="independent", y="independent")
-        .properties(title=_title(title, notes))
+        .properties(title=chart_title(title, notes))
     )
-    return _finish(chart)
+    return finish_chart(chart)
 
 
 def _sensor_panel(points: list[dict], unit: str, title: str, x_scale: alt.Scale) -> alt.Chart:
     return (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_line(point=True, strokeWidth=1.2)
         .encode(
             x=alt.X("time_s:Q", title="Time into the window (s)", scale=x_scale),
             y=alt.Y("value:Q", title=unit, scale=alt.Scale(zero=False)),
-            color=alt.Color("series:N", title="sensor", sort=_unique(p["series"] for p in points)),
+            color=alt.Color(
+                "series:N", title="sensor", sort=unique_in_order(p["series"] for p in points)
+            ),
             tooltip=[
                 alt.Tooltip("series:N", title="sensor"),
                 alt.Tooltip("time_s:Q", title="time (s)", format=",.4~r"),
@@ -254,7 +260,7 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     windows = []
     for w in s.get("subwindows") or []:
         rate, start, end = w.get("calls_per_s"), w.get("start_s"), w.get("end_s")
-        if not (_finite(rate) and _finite(start) and _finite(end)):
+        if not (is_finite(rate) and is_finite(start) and is_finite(end)):
             continue
         partial = bool(w.get("partial"))
         windows.append(
@@ -272,7 +278,7 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     trend = s.get("trend") or {}
     fit = []
     slope, mean = trend.get("slope_per_s"), trend.get("mean")
-    if full and _finite(slope) and _finite(mean):
+    if full and is_finite(slope) and is_finite(mean):
         # The least-squares line passes through the means of the full sub-windows it was fit to.
         t_mean = sum(w["time_s"] for w in full) / len(full)
         for t in (full[0]["time_s"], full[-1]["time_s"]):
@@ -290,30 +296,30 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
         alt.Tooltip("status:N", title="sub-window"),
     ]
     layers = [
-        alt.Chart(_data(full)).mark_line(color="#4C78A8", strokeWidth=1.5).encode(x=x, y=y),
-        alt.Chart(_data(full))
+        alt.Chart(named_data(full)).mark_line(color="#4C78A8", strokeWidth=1.5).encode(x=x, y=y),
+        alt.Chart(named_data(full))
         .mark_point(filled=True, size=30, color="#4C78A8", opacity=1)
         .encode(x=x, y=y, tooltip=tooltip),
     ]
     partial_windows = [w for w in windows if w["partial"]]
     if partial_windows:  # measured but cut short: hollow and grey, outside the trend
         layers.append(
-            alt.Chart(_data(partial_windows))
+            alt.Chart(named_data(partial_windows))
             .mark_point(filled=False, size=60, color=MUTED_COLOUR, strokeWidth=1.5)
             .encode(x=x, y=y, tooltip=tooltip)
         )
     if fit:
         layers.append(
-            alt.Chart(_data(fit))
+            alt.Chart(named_data(fit))
             .mark_line(color=KNEE_COLOUR, strokeDash=[6, 3], strokeWidth=2)
             .encode(x=x, y=y, tooltip=[alt.Tooltip("label:N")])
         )
     verdict = str(s.get("verdict") or "no verdict")
     change, ci = trend.get("relative_change"), trend.get("relative_change_ci")
     lines = [f"verdict: {verdict}"]
-    if _finite(change):
+    if is_finite(change):
         text = f"trend {fmt_change(change)} over the window"
-        if ci and len(ci) == 2 and all(_finite(v) for v in ci):
+        if ci and len(ci) == 2 and all(is_finite(v) for v in ci):
             text += f" (95% CI {change_ci(ci)})"
         lines.append(text + "; dashed: the fitted line")
     elif trend.get("reason"):
@@ -325,14 +331,14 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
         lines.append(f"throttling: {throttling.get('status', '?')}")
     partial = len(partial_windows)
     if partial:
-        lines.append(f"{_plural(partial, 'partial sub-window')} (hollow, grey): not in the trend")
+        lines.append(f"{plural(partial, 'partial sub-window')} (hollow, grey): not in the trend")
     if s.get("sensor_notes"):
         lines.append("sensors not available: the reasons are given beside the chart")
     panels: list[alt.TopLevelMixin] = [
         alt.layer(*layers).properties(
             width=WIDTH,
             height=STABILITY_PANEL_HEIGHT,
-            title=_title(f"Throughput over the soak of {s.get('workload')}", lines),
+            title=chart_title(f"Throughput over the soak of {s.get('workload')}", lines),
         )
     ]
     if s.get("clocks"):
@@ -342,7 +348,7 @@ def _soak_panels(s: dict) -> list[alt.TopLevelMixin]:
     return panels
 
 
-@_memo
+@memoised_chart
 def stability(soaks: list[dict], notes: list[str] | None = None) -> dict:
     """Throughput per sub-window over a soak with its fitted trend; clocks and temperatures.
 
@@ -353,22 +359,22 @@ def stability(soaks: list[dict], notes: list[str] | None = None) -> dict:
     """
     title = "Stability over a long window"
     notes = list(notes or [])
-    usable = [s for s in soaks if any(_finite(w.get("calls_per_s"))
+    usable = [s for s in soaks if any(is_finite(w.get("calls_per_s"))
                                       for w in s.get("subwindows") or [])]  # fmt: skip
     if len(usable) < len(soaks):
-        notes.append(f"{_plural(len(soaks) - len(usable), 'soak')} with no measured sub-window")
+        notes.append(f"{plural(len(soaks) - len(usable), 'soak')} with no measured sub-window")
     if not usable:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     panels = [p for s in usable for p in _soak_panels(s)]
     chart = (
         alt.vconcat(*panels, spacing=22)
         .resolve_scale(color="independent", x="independent", y="independent")
-        .properties(title=_title(title, notes))
+        .properties(title=chart_title(title, notes))
     )
-    return _finish(chart)
+    return finish_chart(chart)
 
 
-@_memo
+@memoised_chart
 def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
     """Work per joule and average power per layer type and run, from metered energy only.
 
@@ -383,21 +389,21 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
             "layer_type": str(r["layer_type"]),
             "gflops_per_joule": float(r["flops_per_joule"]) / GIGA,
             "avg_watts": float(r["avg_watts"]),
-            "joules": float(r["joules"]) if _finite(r.get("joules")) else None,
-            "window_s": float(r["window_s"]) if _finite(r.get("window_s")) else None,
+            "joules": float(r["joules"]) if is_finite(r.get("joules")) else None,
+            "window_s": float(r["window_s"]) if is_finite(r.get("window_s")) else None,
             "confidence": str(r.get("confidence") or ""),
         }
         for r in rows
-        if _positive(r.get("flops_per_joule")) and _positive(r.get("avg_watts"))
+        if is_positive(r.get("flops_per_joule")) and is_positive(r.get("avg_watts"))
     ]
     if not data:
-        return _no_data(title, notes)
-    runs = _unique(d["run"] for d in data)
+        return no_data_chart(title, notes)
+    runs = unique_in_order(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"])))
     low = sum(d["confidence"] == "low" for d in data)
     if low:
-        notes.append(f"{_plural(low, 'bar')} from low-confidence readings (short windows)")
+        notes.append(f"{plural(low, 'bar')} from low-confidence readings (short windows)")
     y = alt.Y("layer_type:N", title="Layer type", sort=layers)
     colour = alt.Color("run:N", title="run", scale=alt.Scale(domain=runs, scheme=CATEGORY_SCHEME))
     tooltip = [
@@ -409,11 +415,11 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
         alt.Tooltip("window_s:Q", title="window (s)", format=",.4~r"),
         alt.Tooltip("confidence:N"),
     ]
-    height = _grouped_height(len(layers), len(runs))
+    height = grouped_height(len(layers), len(runs))
 
     def panel(field: str, axis_title: str, better: str) -> alt.Chart:
         return (
-            alt.Chart(_data(data))
+            alt.Chart(named_data(data))
             .mark_bar()
             .encode(
                 x=alt.X(f"{field}:Q", title=axis_title),
@@ -429,11 +435,11 @@ def perf_per_watt(rows: list[dict], notes: list[str] | None = None) -> dict:
         panel("gflops_per_joule", "Work per joule (GFLOP/J)", "Work per joule: higher is better"),
         panel("avg_watts", "Average power (W)", "Average power over the windows"),
         spacing=20,
-    ).properties(title=_title(title, notes))
-    return _finish(chart)
+    ).properties(title=chart_title(title, notes))
+    return finish_chart(chart)
 
 
-@_memo
+@memoised_chart
 def quality_drift(
     rows: list[dict], tolerances: dict[str, float], notes: list[str] | None = None
 ) -> dict:
@@ -447,12 +453,12 @@ def quality_drift(
     points, dropped = [], 0
     for r in rows:
         rel = r.get("rel_error")
-        if not _positive(rel):
+        if not is_positive(rel):
             dropped += 1  # zero (bit-exact) or missing: a log axis has no place for it
             continue
         dtype = str(r.get("dtype"))
         tol = tolerances.get(dtype)
-        tol = float(tol) if _positive(tol) else None
+        tol = float(tol) if is_positive(tol) else None
         # the review stage's judgement where the row carries it (the packet's rows do)
         over = r["over_tolerance"] if isinstance(r.get("over_tolerance"), bool) else (
             tol is not None and float(rel) > tol)  # fmt: skip
@@ -462,16 +468,16 @@ def quality_drift(
                 "workload": str(r["workload"]),
                 "dtype": dtype,
                 "rel_error": float(rel),
-                "max_abs_error": float(r["max_abs_error"]) if _finite(r.get("max_abs_error"))
+                "max_abs_error": float(r["max_abs_error"]) if is_finite(r.get("max_abs_error"))
                 else None,
                 # Tooltip text, written out: d3's ".3e" printed "4.600e-6"
-                "rel_error_text": _fmt(float(rel), 3),
-                "max_abs_text": _fmt(float(r["max_abs_error"]), 3)
-                if _finite(r.get("max_abs_error")) else MISSING,
-                "kl_text": f"{_fmt(float(kl), 3)} nats" if _finite(kl) else MISSING,
-                "tolerance_text": _fmt(tol) if tol is not None else "none",
-                "top1_agreement": float(top1) if _finite(top1) else None,
-                "kl_divergence": float(kl) if _finite(kl) else None,
+                "rel_error_text": fmt_readable(float(rel), 3),
+                "max_abs_text": fmt_readable(float(r["max_abs_error"]), 3)
+                if is_finite(r.get("max_abs_error")) else MISSING,
+                "kl_text": f"{fmt_readable(float(kl), 3)} nats" if is_finite(kl) else MISSING,
+                "tolerance_text": fmt_readable(tol) if tol is not None else "none",
+                "top1_agreement": float(top1) if is_finite(top1) else None,
+                "kl_divergence": float(kl) if is_finite(kl) else None,
                 "tolerance": tol,
                 "within": "over tolerance" if over else
                 ("within tolerance" if tol is not None else "no tolerance"),
@@ -479,10 +485,10 @@ def quality_drift(
             }
         )  # fmt: skip
     if dropped:
-        notes.append(f"{_plural(dropped, 'row')} with a zero or missing relative error not shown "
+        notes.append(f"{plural(dropped, 'row')} with a zero or missing relative error not shown "
                      "(log axis)")  # fmt: skip
     if not points:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     worst: dict[str, float] = {}
     for p in points:
         score = p["rel_error"] / p["tolerance"] if p["tolerance"] else 0.0
@@ -495,20 +501,20 @@ def quality_drift(
         points = [p for p in points if p["workload"] in order]
     over = sum(p["within"] == "over tolerance" for p in points)
     if over:
-        notes.append(f"{_plural(over, 'result')} over the rubric's tolerance (large crosses)")
+        notes.append(f"{plural(over, 'result')} over the rubric's tolerance (large crosses)")
     dtypes = sorted({p["dtype"] for p in points})
     untolerated = [d for d in dtypes if d not in tolerances]
     if untolerated:
         notes.append(f"no rubric tolerance for {', '.join(untolerated)}")
     rules = [
-        {"dtype": d, "rel_error": float(tol), "label": f"{d} tolerance {_fmt(float(tol))}"}
+        {"dtype": d, "rel_error": float(tol), "label": f"{d} tolerance {fmt_readable(float(tol))}"}
         for d in dtypes
-        if _positive(tol := tolerances.get(d))
+        if is_positive(tol := tolerances.get(d))
     ]
     ends = [p["rel_error"] for p in points] + [r["rel_error"] for r in rules]
     lo = 10.0 ** math.floor(math.log10(min(ends) / 1.5))
     hi = 10.0 ** math.ceil(math.log10(max(ends) * 1.5))
-    width = _plot_width(order)
+    width = plot_width(order)
     x = alt.X(
         "rel_error:Q",
         title="Relative error against float64 (log scale)",
@@ -526,7 +532,7 @@ def quality_drift(
     )
     states = ["within tolerance", "over tolerance", "no tolerance"]
     dots = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_point(filled=True, opacity=0.9)
         .encode(
             x=x,
@@ -555,12 +561,12 @@ def quality_drift(
         )
     )
     rule_layer = (
-        alt.Chart(_data(rules))
+        alt.Chart(named_data(rules))
         .mark_rule(strokeDash=[5, 3], strokeWidth=1.5)
         .encode(x=x, color=colour, tooltip=[alt.Tooltip("label:N", title="rubric")])
     )
     labels = (
-        alt.Chart(_data(rules))
+        alt.Chart(named_data(rules))
         .mark_text(align="left", baseline="top", dx=3, fontSize=LABEL_PX, angle=0)
         .encode(x=x, y=alt.value(2), text="label:N", color=colour)
     )
@@ -568,6 +574,6 @@ def quality_drift(
     chart = alt.layer(*([rule_layer, labels] if rules else []), dots).properties(
         width=width,
         height=max(NO_DATA_HEIGHT, len(order) * pitch),
-        title=_title(title, notes),
+        title=chart_title(title, notes),
     )
-    return _finish(chart)
+    return finish_chart(chart)

@@ -8,12 +8,12 @@ import math
 from reviewkit.render.charts.base import (
     HEIGHT,
     LABEL_PX,
-    _data,
-    _finish,
-    _memo,
-    _no_data,
-    _title,
     alt,
+    chart_title,
+    finish_chart,
+    memoised_chart,
+    named_data,
+    no_data_chart,
 )
 
 RISK_LEVELS = ("unrated", "low", "medium", "high")  # axis order; "" maps to "unrated"
@@ -35,12 +35,12 @@ def _risk_index(value: object, what: str, description: str) -> int:
     return RISK_LEVELS.index(text)
 
 
-@_memo
+@memoised_chart
 def risk_map(risks: list[dict]) -> dict:
     """Likelihood x impact grid, one labelled point per risk, coloured by owner presence."""
     title = "Risk map: likelihood against impact"
     if not risks:
-        return _no_data(title)
+        return no_data_chart(title)
     cells: dict[tuple[int, int], list[int]] = {}
     placed = []
     for i, r in enumerate(risks):
@@ -95,13 +95,13 @@ def risk_map(risks: list[dict]) -> dict:
         axis=alt.Axis(values=ticks, labelExpr=label_expr, grid=False, ticks=False),
     )
     background = (
-        alt.Chart(_data(grid))
+        alt.Chart(named_data(grid))
         .mark_rect(stroke="#FFFFFF", strokeWidth=2)
         .encode(x=x, x2="x2:Q", y=y, y2="y2:Q", fill=alt.Fill("fill:N", scale=None))
     )
     statuses = list(OWNER_COLOURS)
     marks = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_point(filled=True, size=60, opacity=1)
         .encode(
             x=x,
@@ -127,13 +127,13 @@ def risk_map(risks: list[dict]) -> dict:
         )
     )
     labels = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_text(
             align="left", baseline="middle", dx=7, fontSize=LABEL_PX, limit=RISK_LABEL_LIMIT_PX
         )
         .encode(x=x, y=y, text="description:N")
     )
     chart = alt.layer(background, marks, labels).properties(
-        width=RISK_WIDTH, height=HEIGHT + 80, title=_title(title)
+        width=RISK_WIDTH, height=HEIGHT + 80, title=chart_title(title)
     )
-    return _finish(chart)
+    return finish_chart(chart)

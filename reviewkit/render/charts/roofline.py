@@ -9,16 +9,16 @@ from reviewkit.render.charts.base import (
     GIGA,
     HEIGHT,
     MAX_CHART_HEIGHT_PX,
-    _data,
-    _finish,
-    _fmt,
-    _memo,
-    _no_data,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    finish_chart,
+    fmt_readable,
+    is_positive,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plural,
+    unique_in_order,
 )
 
 # The plot beside its legends: 710 px less the padding (19), the y axis (~65) and the ceiling
@@ -53,8 +53,8 @@ def _rate(x: float, unit: str) -> str:
     """A rate in the largest prefix that keeps it at least 1: 4.45e11 FLOP/s -> "445 GFLOP/s"."""
     for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
         if x >= factor:
-            return f"{_fmt(x / factor, 3)} {prefix}{unit}"
-    return f"{_fmt(x, 3)} {unit}"
+            return f"{fmt_readable(x / factor, 3)} {prefix}{unit}"
+    return f"{fmt_readable(x, 3)} {unit}"
 
 
 def _level_name(level: str) -> str:
@@ -86,11 +86,11 @@ def _panel_data(runs: list[dict]) -> tuple[list[dict], dict, dict, int, list[str
     for run in runs:
         label = str(run["label"])
         table = run.get("peak_flops_per_s") or {}
-        main = float(run["peak_bytes_per_s"]) if _positive(run.get("peak_bytes_per_s")) else None
+        main = float(run["peak_bytes_per_s"]) if is_positive(run.get("peak_bytes_per_s")) else None
         levels = {
             str(lv.get("level")): float(lv["peak_bytes_per_s"])
             for lv in run.get("memory_levels") or []
-            if _positive(lv.get("peak_bytes_per_s"))
+            if is_positive(lv.get("peak_bytes_per_s"))
         }
         offered.update({(level, w): None for level, w in levels.items()})
         if main is not None:
@@ -98,11 +98,11 @@ def _panel_data(runs: list[dict]) -> tuple[list[dict], dict, dict, int, list[str
         for w in sorted(run.get("workloads") or [],
                         key=lambda w: (str(w.get("layer_type")), str(w.get("id")))):  # fmt: skip
             ai, rate = w.get("arithmetic_intensity"), w.get("achieved_flops_per_s")
-            if not (_positive(ai) and _positive(rate)):
+            if not (is_positive(ai) and is_positive(rate)):
                 skipped += 1  # log axes cannot place zero, missing or infinite values
                 continue
             ai, rate, dtype = float(ai), float(rate), str(w.get("dtype"))
-            peak = float(table[dtype]) if _positive(table.get(dtype)) else None
+            peak = float(table[dtype]) if is_positive(table.get(dtype)) else None
             # Its working set's cache level, or main memory: the profile lists cache levels
             # only, and a workload names main memory as it likes ("dram", "hbm").
             named = str(w.get("memory_level") or "")
@@ -179,7 +179,7 @@ def _panel(data: tuple, keys: tuple[list[str], list[str]], height: int, title) -
         scale=alt.Scale(type="log", domain=[y_lo, y_hi], nice=False),
         axis=log_axis(y_lo, y_hi, height, horizontal=False, decades_only=True),
     )
-    names = _unique(r["ceiling"] for r in rows)
+    names = unique_in_order(r["ceiling"] for r in rows)
     kinds = {r["ceiling"]: r["kind"] for r in rows}
     compute = [n for n in names if kinds[n] == "compute"]
     memory = [n for n in names if kinds[n] == "memory"]
@@ -189,7 +189,7 @@ def _panel(data: tuple, keys: tuple[list[str], list[str]], height: int, title) -
     colours = [CEILING_COLOURS[i % len(CEILING_COLOURS)] for i in range(len(names))]
     legend = alt.Legend(title="ceiling", symbolStrokeWidth=2, symbolSize=300, labelLimit=240)
     ceilings = (
-        alt.Chart(_data(rows))
+        alt.Chart(named_data(rows))
         .mark_line(strokeWidth=1.5, clip=True)
         .encode(
             x=x,
@@ -203,7 +203,7 @@ def _panel(data: tuple, keys: tuple[list[str], list[str]], height: int, title) -
         )
     )  # fmt: skip
     dots = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_point(filled=True, size=60, opacity=0.85)
         .encode(
             x=x,
@@ -235,7 +235,7 @@ def _panel(data: tuple, keys: tuple[list[str], list[str]], height: int, title) -
     return chart if title is None else chart.properties(title=title)
 
 
-@_memo
+@memoised_chart
 def roofline(runs: list[dict]) -> dict:
     """Log-log roofline, a panel per device: one point per workload, the compute peak of each
     dtype plotted, and the memory levels that are the roof of at least one plotted workload.
@@ -256,7 +256,7 @@ def roofline(runs: list[dict]) -> dict:
     dtype's peak is drawn (MFU is read against it); dtypes sharing a peak share a line."""
     groups = [(device, grp, _panel_data(grp)) for device, grp in _group(runs)]
     keys = (
-        _unique(p["run"] for *_, data in groups for p in data[0]),
+        unique_in_order(p["run"] for *_, data in groups for p in data[0]),
         sorted({p["layer_type"] for *_, data in groups for p in data[0]}),
     )
     drawn = sum(1 for *_, data in groups if data[0])
@@ -267,16 +267,16 @@ def roofline(runs: list[dict]) -> dict:
     skipped, unused, panels = 0, [], []
     for device, grp, data in groups:
         skipped += data[3]
-        labels = " and ".join(_unique(str(r["label"]) for r in grp))
+        labels = " and ".join(unique_in_order(str(r["label"]) for r in grp))
         where = device or f"the device of {labels}"
         unused += [f"{u} ({where})" if len(groups) > 1 else u for u in data[4]]
         if data[0]:
-            heading = _title(f"{device}: {labels}" if device else where) if drawn > 1 else None
+            heading = chart_title(f"{device}: {labels}" if device else where) if drawn > 1 else None
             panels.append(_panel(data, keys, height, heading))
     notes = []
     if skipped:
         notes.append(
-            f"{_plural(skipped, 'workload')} with zero, missing or infinite FLOP rate or "
+            f"{plural(skipped, 'workload')} with zero, missing or infinite FLOP rate or "
             "intensity not shown (log axes)"
         )
     if unused:
@@ -291,9 +291,9 @@ def roofline(runs: list[dict]) -> dict:
     else:
         title = "Rooflines, one per device: achieved throughput against arithmetic intensity"
     if not panels:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
     if len(panels) == 1:
-        chart = panels[0].properties(title=_title(title, notes))
+        chart = panels[0].properties(title=chart_title(title, notes))
     else:
         chart = (
             alt.vconcat(*panels, spacing=24)
@@ -307,6 +307,6 @@ def roofline(runs: list[dict]) -> dict:
                 fill="independent",
                 shape="independent",
             )
-            .properties(title=_title(title, notes))
+            .properties(title=chart_title(title, notes))
         )
-    return _finish(chart)
+    return finish_chart(chart)

@@ -24,18 +24,18 @@ from reviewkit.render.charts.base import (
     ROOF_COMPONENTS,
     UNATTRIBUTED_COMPONENT,
     WIDTH,
-    _data,
-    _finish,
-    _finite,
-    _label_px,
-    _memo,
-    _no_data,
-    _plot_width,
-    _plural,
-    _positive,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    finish_chart,
+    is_finite,
+    is_positive,
+    label_px,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    plot_width,
+    plural,
+    unique_in_order,
 )
 
 MIN_BAR_PX = 5  # still a bar, and its colour still reads
@@ -52,7 +52,7 @@ def _bar_px(groups: int, per_group: int, chrome: int = BARS_CHROME_PX) -> int:
     return max(MIN_BAR_PX, min(BAR_PX, room // max(1, groups * per_group)))
 
 
-def _grouped_height(groups: int, per_group: int) -> int:
+def grouped_height(groups: int, per_group: int) -> int:
     bar = _bar_px(groups, per_group)
     return max(NO_DATA_HEIGHT, groups * (per_group * bar + GROUP_GAP_PX))
 
@@ -63,21 +63,21 @@ def _bars_by_layer(
     data, dropped = [], 0
     for r in rows:
         value = r.get(field)
-        if not _finite(value):
+        if not is_finite(value):
             dropped += 1  # a missing value drawn as a zero-length bar would read as 0 %
             continue
         data.append({"run": str(r["run"]), "layer_type": str(r["layer_type"]), field: float(value)})
-    notes = [f"{_plural(dropped, 'row')} without a {what} value not shown"] if dropped else []
+    notes = [f"{plural(dropped, 'row')} without a {what} value not shown"] if dropped else []
     if not data:
-        return _no_data(title, notes)
-    runs = _unique(d["run"] for d in data)
+        return no_data_chart(title, notes)
+    runs = unique_in_order(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"])))
     over = sum(1 for d in data if d[field] > 1)
     if over and over_note:
-        notes.append(f"{_plural(over, 'bar')} above 100 %: {over_note}")
+        notes.append(f"{plural(over, 'bar')} above 100 %: {over_note}")
     chart = (
-        alt.Chart(_data(data))
+        alt.Chart(named_data(data))
         .mark_bar()
         .encode(
             # No fixed domain: values above 100 % must stay visible, not be clipped.
@@ -95,14 +95,14 @@ def _bars_by_layer(
         )
         .properties(
             width=WIDTH,
-            height=_grouped_height(len(layers), len(runs)),
-            title=_title(title, notes),
+            height=grouped_height(len(layers), len(runs)),
+            title=chart_title(title, notes),
         )
     )
-    return _finish(chart)
+    return finish_chart(chart)
 
 
-@_memo
+@memoised_chart
 def mfu_by_layer(rows: list[dict]) -> dict:
     """Grouped horizontal bars of MFU per layer type, one bar per run."""
     return _bars_by_layer(
@@ -116,7 +116,7 @@ def mfu_by_layer(rows: list[dict]) -> dict:
     )
 
 
-@_memo
+@memoised_chart
 def stall_by_layer(rows: list[dict]) -> dict:
     """Grouped horizontal bars of memory-stall fraction per layer type, one bar per run."""
     return _bars_by_layer(
@@ -138,10 +138,10 @@ def _segments(r: dict) -> list[tuple[tuple[str, str, str], float]] | None:
     stack would look like a complete one). Overhead and inefficiency are drawn apart only when
     both were measured; with neither (a bundle recorded before overhead was measured) the rest
     is one segment, `unattributed` (1 - compute - stall - communication where not given)."""
-    if not all(_finite(r.get(key)) for key, _, _ in ROOF_COMPONENTS):
+    if not all(is_finite(r.get(key)) for key, _, _ in ROOF_COMPONENTS):
         return None
     out = [(c, float(r[c[0]])) for c in ROOF_COMPONENTS]
-    if _finite(r.get("overhead")) and _finite(r.get("inefficiency")):
+    if is_finite(r.get("overhead")) and is_finite(r.get("inefficiency")):
         return out + [(c, float(r[c[0]])) for c in MEASURED_COMPONENTS]
     if r.get("overhead") is not None or r.get("inefficiency") is not None:
         return None  # one measured and not the other: nothing says where the rest goes
@@ -149,12 +149,12 @@ def _segments(r: dict) -> list[tuple[tuple[str, str, str], float]] | None:
     if rest is None:
         explained = sum(share for _, share in out) + float(r.get("communication") or 0.0)
         rest = max(0.0, 1.0 - explained)
-    elif not _finite(rest):
+    elif not is_finite(rest):
         return None
     return [*out, (UNATTRIBUTED_COMPONENT, float(rest))]
 
 
-@_memo
+@memoised_chart
 def time_decomposition(rows: list[dict]) -> dict:
     """Stacked bars of where a layer type's time goes, a panel per layer type, a bar per run:
     compute, memory stall, inefficiency and overhead where overhead was measured; compute,
@@ -162,7 +162,7 @@ def time_decomposition(rows: list[dict]) -> dict:
     not; communication too when a multi-rank run's row has it."""
     title = "Where the time goes, by layer type"
     data, dropped, unmeasured = [], 0, []
-    communicates = any(_positive(r.get("communication")) for r in rows)
+    communicates = any(is_positive(r.get("communication")) for r in rows)
     for r in rows:
         segments = _segments(r)
         if segments is None:
@@ -183,15 +183,15 @@ def time_decomposition(rows: list[dict]) -> dict:
                     "order": ALL_COMPONENTS.index(component),
                 }
             )
-    notes = [f"{_plural(dropped, 'row')} with a missing share not shown"] if dropped else []
+    notes = [f"{plural(dropped, 'row')} with a missing share not shown"] if dropped else []
     if unmeasured:
         notes.append(
-            f"overhead not measured for {', '.join(_unique(unmeasured))}: the grey segment is "
-            "overhead and inefficiency together, not told apart"
+            f"overhead not measured for {', '.join(unique_in_order(unmeasured))}: the grey "
+            "segment is overhead and inefficiency together, not told apart"
         )
     if not data:
-        return _no_data(title, notes)
-    runs = _unique(d["run"] for d in data)
+        return no_data_chart(title, notes)
+    runs = unique_in_order(d["run"] for d in data)
     layers = sorted({d["layer_type"] for d in data})
     data.sort(key=lambda d: (layers.index(d["layer_type"]), runs.index(d["run"]), d["order"]))
     drawn = {d["order"] for d in data}
@@ -203,12 +203,12 @@ def time_decomposition(rows: list[dict]) -> dict:
     pitch = DECOMPOSITION_BAR_PX + 2
     one_column = len(layers) * (len(runs) * pitch + FACET_GAP_PX) + DECOMPOSITION_CHROME_PX
     columns = 1 if one_column <= MAX_CHART_HEIGHT_PX else 2
-    labels = _label_px(runs) + 12  # the run labels and their ticks
+    labels = label_px(runs) + 12  # the run labels and their ticks
     width = (MAX_CHART_WIDTH_PX - 30 - columns * labels - (columns - 1) * 16) // columns
     if columns == 1:
         width -= 110  # the layer-type header beside each panel
     chart = (
-        alt.Chart(_data(data))
+        alt.Chart(named_data(data))
         .mark_bar(size=DECOMPOSITION_BAR_PX)
         .encode(
             x=alt.X(
@@ -254,7 +254,7 @@ def time_decomposition(rows: list[dict]) -> dict:
             columns=2,
             spacing={"row": FACET_GAP_PX, "column": 16},
         )
-    return _finish(chart.properties(title=_title(title, notes)))
+    return finish_chart(chart.properties(title=chart_title(title, notes)))
 
 
 DECOMPOSITION_BAR_PX = 11  # a bar beside its 10 px run label
@@ -277,14 +277,14 @@ def _thin(samples: list[float], limit: int = MAX_SAMPLES) -> list[float]:
     return [ordered[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
 
 
-@_memo
+@memoised_chart
 def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -> dict:
     """Strips of latency samples per workload and run (ms, log x) with p50/p95/p99 ticks."""
     title = "Latency distribution per workload"
     slowest: dict[str, float] = {}
     for r in rows:
         p50 = r.get("p50_s")
-        key = float(p50) if _finite(p50) else -math.inf
+        key = float(p50) if is_finite(p50) else -math.inf
         workload = str(r["workload"])
         slowest[workload] = max(slowest.get(workload, -math.inf), key)
     # Slowest by p50 of any run first; the name breaks ties so the choice is stable.
@@ -293,7 +293,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     if len(slowest) > len(workloads):
         notes.append(f"the {len(workloads)} slowest of {len(slowest)} workloads by p50")
 
-    runs = _unique(str(r["run"]) for r in rows if str(r["workload"]) in workloads)
+    runs = unique_in_order(str(r["run"]) for r in rows if str(r["workload"]) in workloads)
     samples, ticks = [], []
     thinned = dropped = 0
     chosen = sorted(
@@ -304,7 +304,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
         run, workload = str(r["run"]), str(r["workload"])
         raw = r.get("samples_s")
         raw = [] if raw is None else list(raw)  # may be a numpy array: no truth test
-        usable = [s for s in raw if _positive(s)]
+        usable = [s for s in raw if is_positive(s)]
         dropped += len(raw) - len(usable)
         kept = _thin(usable)
         thinned += len(usable) > len(kept)
@@ -313,7 +313,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
         ]
         for name in PERCENTILE_COLOURS:
             value = r.get(f"{name}_s")
-            if _positive(value):
+            if is_positive(value):
                 ticks.append(
                     {
                         "run": run,
@@ -327,11 +327,11 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
             f"{MAX_SAMPLES} evenly spaced order statistics shown where a run has more samples"
         )
     if dropped:
-        notes.append(f"{_plural(dropped, 'sample')} at or below zero not shown (log axis)")
+        notes.append(f"{plural(dropped, 'sample')} at or below zero not shown (log axis)")
     if not samples and not ticks:
-        return _no_data(title, notes)
+        return no_data_chart(title, notes)
 
-    width = _plot_width(workloads)
+    width = plot_width(workloads)
     lo, hi = log_domain([r["latency_ms"] for r in samples + ticks], LATENCY_PAD)
     x = alt.X(
         "latency_ms:Q",
@@ -343,7 +343,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     y = alt.Y("workload:N", title=None, sort=workloads, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     y_offset = alt.YOffset("run:N", sort=runs)
     strip = (
-        alt.Chart(_data(samples))
+        alt.Chart(named_data(samples))
         .mark_circle(size=14, opacity=0.35)
         .encode(
             x=x,
@@ -361,7 +361,7 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
     )
     names = list(PERCENTILE_COLOURS)
     tick_layer = (
-        alt.Chart(_data(ticks))
+        alt.Chart(named_data(ticks))
         .mark_tick(thickness=2, size=_bar_px(len(workloads), len(runs)))
         .encode(
             x=x,
@@ -386,11 +386,11 @@ def latency_distribution(rows: list[dict], max_workloads: int = MAX_WORKLOADS) -
         .resolve_scale(color="independent")
         .properties(
             width=width,
-            height=_grouped_height(len(workloads), len(runs)),
-            title=_title(title, notes),
+            height=grouped_height(len(workloads), len(runs)),
+            title=chart_title(title, notes),
         )
     )
-    return _finish(chart)
+    return finish_chart(chart)
 
 
 LATENCY_PAD = 1.3  # the x axis runs a little past the fastest and slowest sample

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from reviewkit.render.charts.base import (
     WIDTH,
-    _data,
-    _finish,
-    _finite,
-    _memo,
-    _no_data,
-    _title,
-    _unique,
     alt,
+    chart_title,
+    finish_chart,
+    is_finite,
+    memoised_chart,
+    named_data,
+    no_data_chart,
+    unique_in_order,
 )
 
 
-@_memo
+@memoised_chart
 def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
     """A metric over time, one series per device and dtype (airspeed velocity's graphs).
 
@@ -23,19 +23,21 @@ def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
     "run": label, "decision": slug}. Values are fractions shown as percentages.
     """
     points = sorted(
-        ({**r, "value": float(r["value"])} for r in rows if _finite(r.get("value"))),
+        ({**r, "value": float(r["value"])} for r in rows if is_finite(r.get("value"))),
         key=lambda r: (r["series"], r["time"], r["run"]),
     )
     if not points:
-        return _no_data(title)
+        return no_data_chart(title)
     chart = (
-        alt.Chart(_data(points))
+        alt.Chart(named_data(points))
         .mark_line(point=True)
         .encode(
             x=alt.X("time:T", title="Run date (UTC)"),
             y=alt.Y("value:Q", title=axis_title, axis=alt.Axis(format="%")),
             color=alt.Color(
-                "series:N", title="Device · dtype", sort=_unique(p["series"] for p in points)
+                "series:N",
+                title="Device · dtype",
+                sort=unique_in_order(p["series"] for p in points),
             ),
             tooltip=[
                 alt.Tooltip("series:N", title="series"),
@@ -45,6 +47,6 @@ def trend(rows: list[dict], metric: str, title: str, axis_title: str) -> dict:
                 alt.Tooltip("decision:N", title="decision"),
             ],
         )
-        .properties(title=_title(title), width=WIDTH, height=240)
+        .properties(title=chart_title(title), width=WIDTH, height=240)
     )
-    return _finish(chart)
+    return finish_chart(chart)
