@@ -6,7 +6,7 @@ import typer
 
 from reviewkit.cli import evidence, measuring, publishing, reviewing
 from reviewkit.cli.evidence import TRACE_SUMMARY_FILE
-from reviewkit.cli.shared import _state
+from reviewkit.cli.shared import cli_state
 
 __all__ = ["TRACE_SUMMARY_FILE", "app", "main"]
 
@@ -21,7 +21,7 @@ app = typer.Typer(
 def _options(
     debug: bool = typer.Option(False, "--debug", help="show tracebacks for errors"),
 ) -> None:
-    _state["debug"] = debug
+    cli_state["debug"] = debug
 
 
 # The commands live in one module per group; registering them here keeps --help in the order

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
-from reviewkit.cli.shared import _dtypes, _progress, _save_evidence, _user_errors
+from reviewkit.cli.shared import parse_dtypes, progress_bar, save_evidence, user_errors
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
 
-@_user_errors
+@user_errors
 def quality(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
@@ -24,22 +24,22 @@ def quality(
 
     from reviewkit.measure.quality import measure_quality
 
-    with _progress("quality") as on_progress:
+    with progress_bar("quality") as on_progress:
         doc = measure_quality(
             profile,
             device,
-            _dtypes(dtype),
+            parse_dtypes(dtype),
             only,
             on_progress,
         )
-    if _save_evidence(doc, out, as_json):
+    if save_evidence(doc, out, as_json):
         return
     from reviewkit.cli.console import quality_table, stdout_console
 
     stdout_console().print(quality_table(doc, out))
 
 
-@_user_errors
+@user_errors
 def sweep(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
@@ -74,9 +74,9 @@ def sweep(
         rules = dataclasses.replace(rules, min_duration_s=min_duration_s)
     from reviewkit.measure.sweep import run_sweep
 
-    with _progress("sweep") as on_progress:
+    with progress_bar("sweep") as on_progress:
         doc = run_sweep(profile, device, dtype, only, sla_p99_s, rules, on_progress)
-    if _save_evidence(doc, out, as_json):
+    if save_evidence(doc, out, as_json):
         return
     from reviewkit.cli.console import stdout_console, sweep_table
 
@@ -105,7 +105,7 @@ def sweep(
             )
 
 
-@_user_errors
+@user_errors
 def soak(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
@@ -123,9 +123,9 @@ def soak(
     from reviewkit.measure.soak import run_soak
 
     suite.require_profile(profile)
-    with _progress("soak") as on_progress:
+    with progress_bar("soak") as on_progress:
         doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
-    if _save_evidence(doc, out, as_json):
+    if save_evidence(doc, out, as_json):
         return
     from reviewkit.cli.console import soak_text, stdout_console
 
@@ -137,7 +137,7 @@ def soak(
 TRACE_SUMMARY_FILE = "trace_summary.json"
 
 
-@_user_errors
+@user_errors
 def trace_import(
     traces: list[Path] = typer.Argument(
         ..., help="PyTorch profiler traces (Chrome-trace .json or .json.gz), one per rank"
@@ -164,10 +164,10 @@ def trace_import(
             raise UsageError(f"{p}: given twice; pass each rank's trace once")
         seen.add(p.resolve())
     mapping = load_layer_map(layer_map)
-    with _progress("trace") as on_progress:
+    with progress_bar("trace") as on_progress:
         doc = summarise(list(traces), mapping, on_progress)
     target = out / TRACE_SUMMARY_FILE
-    if _save_evidence(doc, target, as_json):
+    if save_evidence(doc, target, as_json):
         return
     from reviewkit.cli.console import stdout_console, trace_summary_text
 

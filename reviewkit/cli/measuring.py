@@ -10,7 +10,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from reviewkit.cli.shared import _default_out, _dtypes, _emit_json, _progress, _user_errors, stderr
+from reviewkit.cli.shared import (
+    default_out,
+    emit_json,
+    parse_dtypes,
+    progress_bar,
+    stderr,
+    user_errors,
+)
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
@@ -26,7 +33,7 @@ RECALIBRATE_OPTION = typer.Option(
 )
 
 
-@_user_errors
+@user_errors
 def run(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
@@ -70,10 +77,10 @@ def run(
     if rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
     request = measure.RunRequest(
-        profile, device, _dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
+        profile, device, parse_dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
         device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
     )  # fmt: skip
-    out_dir = out or _default_out(profile, device)
+    out_dir = out or default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
     if distributed or nproc is not None or backend is not None:
@@ -81,7 +88,7 @@ def run(
         return
     measure.plan(request)  # fail on bad input before any device work
 
-    with _progress() as on_progress:
+    with progress_bar() as on_progress:
         doc = measure.run(request, on_progress)
     # The exact command line, so the whole run can be reproduced (each workload also carries
     # its own single-workload command).
@@ -100,7 +107,7 @@ def _analyse_write_print(doc: dict, out_dir: Path, as_json: bool) -> Path:
     analyse_run(doc)
     path = write_run(out_dir, doc)
     if as_json:
-        _emit_json(summary(doc, str(path)))
+        emit_json(summary(doc, str(path)))
     else:
         print_run(doc, stdout_console(), str(path))
     return path
@@ -143,7 +150,7 @@ def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None
     from reviewkit.measure import distributed as dmeasure
 
     rank0 = os.environ.get("RANK") == "0"
-    bar = _progress() if rank0 else contextlib.nullcontext(None)
+    bar = progress_bar() if rank0 else contextlib.nullcontext(None)
     try:
         with bar as on_progress:
             doc = dmeasure.run(drequest, on_progress)
@@ -166,7 +173,7 @@ def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None
         sys.exit(dmeasure.RankFailure.exit_code)
 
 
-@_user_errors
+@user_errors
 def ab(
     baseline: str = typer.Option(
         "", "--baseline", help="the baseline mapping: KNOB=VALUE[,KNOB=VALUE] (empty: defaults)"
@@ -205,7 +212,7 @@ def ab(
     request = ab_mod.AbRequest(
         ab_mod.parse_settings(baseline, "--baseline"),
         ab_mod.parse_settings(candidate, "--candidate"),
-        profile, device, _dtypes(dtype), only, rounds, seed,
+        profile, device, parse_dtypes(dtype), only, rounds, seed,
         str(device_profile) if device_profile else None, recalibrate,
     )  # fmt: skip
     if request.baseline == request.candidate:
@@ -213,7 +220,7 @@ def ab(
             "A/A: the two sides are the same mapping; the comparison should say equivalent "
             "or inconclusive on every workload (anything else is noise called a change)"
         )
-    with _progress() as on_progress:
+    with progress_bar() as on_progress:
         base_doc, cand_doc, pairing = ab_mod.ab(request, on_progress)
     command = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
     paths = {}
@@ -226,7 +233,7 @@ def ab(
                          str(paths["candidate"].parent),
                          margins=margins_of(load_rubric(None, CHECKS)))  # fmt: skip
     if as_json:
-        _emit_json({"baseline": str(paths["baseline"]), "candidate": str(paths["candidate"]),
+        emit_json({"baseline": str(paths["baseline"]), "candidate": str(paths["candidate"]),
                     "pairing": str(pairing_path), "comparison": comparison.to_json()})  # fmt: skip
     else:
         print_comparison(comparison, stdout_console())
@@ -235,7 +242,7 @@ def ab(
         raise typer.Exit(130)
 
 
-@_user_errors
+@user_errors
 def calibrate(
     profile: str = typer.Option(
         "quick", help="how thorough: smoke | quick | full (sizes screened, trials)"
@@ -299,7 +306,7 @@ def calibrate(
         return
     if profile not in suite.PROFILES:
         raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")
-    dtypes = _dtypes(dtype)
+    dtypes = parse_dtypes(dtype)
     unknown = [d for d in dtypes if d not in suite.CEILING_DTYPES]
     if unknown or not dtypes:
         raise UsageError(
@@ -314,7 +321,7 @@ def calibrate(
         raise UsageError(f"--float32-matmul-precision {float32_matmul_precision!r}: expected "
                          f"one of {', '.join(profiles.FP32_MATMUL_PRECISIONS)}")  # fmt: skip
     dev = resolve_device(device)
-    with _progress("calibrating") as on_progress:
+    with progress_bar("calibrating") as on_progress:
         doc = obtaining.new_profile_at(
             dev, dtypes, profile, threads, float32_matmul_precision, lambda s: on_progress(s, 0, 0)
         )
@@ -325,12 +332,12 @@ def calibrate(
     if out is not None:
         profiles.save(doc, out)
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
     else:
         print_profile(doc, stdout_console(), [str(p) for p in (cached, out) if p])
 
 
-@_user_errors
+@user_errors
 def show(
     run_dir: Path = typer.Argument(..., help="a run bundle folder or its run.json"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
@@ -342,12 +349,12 @@ def show(
 
     doc = analyse_run(load_run(run_dir))
     if as_json:
-        _emit_json(summary(doc, str(run_dir)))
+        emit_json(summary(doc, str(run_dir)))
     else:
         print_run(doc, stdout_console(), str(run_dir))
 
 
-@_user_errors
+@user_errors
 def suite_cmd(
     profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
@@ -364,15 +371,15 @@ def suite_cmd(
 
         if world_size < 1:
             raise UsageError(f"--world-size {world_size}: expected a positive number of ranks")
-        suite.plan_specs(profile, _dtypes(dtype), None)  # validates profile and dtypes
-        specs = distributed_specs(profile, _dtypes(dtype), world_size, only)
+        suite.plan_specs(profile, parse_dtypes(dtype), None)  # validates profile and dtypes
+        specs = distributed_specs(profile, parse_dtypes(dtype), world_size, only)
         if not specs:
             raise UsageError(f"--only {only!r} matches no workload of the distributed part")
     else:
-        specs = suite.plan_specs(profile, _dtypes(dtype), only)
+        specs = suite.plan_specs(profile, parse_dtypes(dtype), only)
     ident = suite.suite_identity()
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "suite": ident.to_json(),
                 "profile": profile,
@@ -390,7 +397,7 @@ def suite_cmd(
         )
 
 
-@_user_errors
+@user_errors
 def sensors(
     as_json: bool = typer.Option(False, "--json", help="print the survey as JSON"),
 ) -> None:
@@ -400,7 +407,7 @@ def sensors(
 
     result = survey()
     if as_json:
-        _emit_json(result)
+        emit_json(result)
         return
     console = stdout_console()
     for name, entry in result.items():
@@ -408,7 +415,7 @@ def sensors(
         console.print(f"{name:12s} {state}", highlight=False)
 
 
-@_user_errors
+@user_errors
 def mfu(
     params: float = typer.Option(..., help="model parameters N"),
     layers: int = typer.Option(..., help="layers L"),
@@ -443,7 +450,7 @@ def mfu(
     except ValueError as exc:
         raise UsageError(f"reviewkit mfu: {exc}") from exc
     if as_json:
-        _emit_json(r.to_json())
+        emit_json(r.to_json())
         return
     Console().print(
         f"MFU {100 * r.mfu:.1f}%  ({r.flops_per_token:.4g} FLOPs/token · "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reviewkit.cli.shared import _emit_json, _progress
+from reviewkit.cli.shared import emit_json, progress_bar
 from reviewkit.common.errors import UsageError
 
 MAX_RUNS = 100
@@ -50,13 +50,13 @@ def calibrate_run_to_run(
         raise UsageError(f"--from {missing[0]}: no such run bundle folder or run.json")
     dev = resolve_device(device)
     fp = device_fingerprint(dev) or {"hash": dev.type, "label": dev.type}
-    with _progress("run-to-run") as on_progress:
+    with progress_bar("run-to-run") as on_progress:
         pooled = measuring.calibrate_run_to_run(
             device, dev.type, fp, device_name(dev), torch_build()["torch_version"], count,
             recorded, fresh, on_progress, spacing,
         )  # fmt: skip
     if as_json:
-        _emit_json(pooled.to_json())
+        emit_json(pooled.to_json())
         return
     console = stdout_console()
     for line in measuring.summary_lines(pooled):

@@ -7,12 +7,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewkit.cli.shared import _emit_json, _pdf_warnings, _progress, _user_errors, stderr
+from reviewkit.cli.shared import emit_json, print_pdf_warnings, progress_bar, stderr, user_errors
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
 
 
-@_user_errors
+@user_errors
 def demo(
     out: Path = typer.Option(Path("reviewkit-demo"), help="folder for the runs, packet and site"),
     profile: str = typer.Option("quick", help="smoke | quick | full"),
@@ -41,7 +41,7 @@ def demo(
     console = stdout_console()
     console.soft_wrap = True  # paths and URLs stay on one line, whole and copyable
 
-    with _progress() as on_progress:
+    with progress_bar() as on_progress:
         result = run_demo(
             out,
             profile,
@@ -61,12 +61,12 @@ def demo(
         console.print(f"pdf:     {result['packet_pdf'].resolve().as_uri()}")
     console.print(f"site:    {result['site_index'].resolve().as_uri()}")
     for whose, warnings in result["pdf_warnings"].items():
-        _pdf_warnings(warnings, whose)
+        print_pdf_warnings(warnings, whose)
     if result["site_failed"]:
         raise typer.Exit(1)
 
 
-@_user_errors
+@user_errors
 def site_build(
     site_dir: Path = typer.Argument(Path("site"), help="the decisions log (default: site)"),
     out: Path = typer.Option(..., "--out", help="folder to build the site into"),
@@ -82,7 +82,7 @@ def site_build(
 
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: expected a positive integer")
-    with _progress("decisions") as on_progress:
+    with progress_bar("decisions") as on_progress:
         result = build_site(
             site_dir,
             out,
@@ -92,9 +92,9 @@ def site_build(
             progress=on_progress,
         )
     for d in result.decisions:
-        _pdf_warnings(d.pdf_warnings, d.slug)
+        print_pdf_warnings(d.pdf_warnings, d.slug)
     if as_json:
-        _emit_json(result.to_json())
+        emit_json(result.to_json())
     else:
         console = Console()
         counts = {
@@ -112,7 +112,7 @@ def site_build(
         raise typer.Exit(1)
 
 
-@_user_errors
+@user_errors
 def site_serve(
     out: Path = typer.Argument(..., help="a built site folder"),
     port: int = typer.Option(8000, help="port on 127.0.0.1 (0 picks a free one)"),

@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewkit.cli.shared import _emit_json, _pdf_warnings, _user_errors, stderr
+from reviewkit.cli.shared import emit_json, print_pdf_warnings, stderr, user_errors
 
 
-@_user_errors
+@user_errors
 def compare_cmd(
     base: Path = typer.Argument(..., help="baseline run bundle (folder or run.json)"),
     cand: Path = typer.Argument(..., help="candidate run bundle (folder or run.json)"),
@@ -41,14 +41,14 @@ def compare_cmd(
         margins=margins_of(loaded), knob_policy=knob_policy_of(loaded),
     )  # fmt: skip
     if as_json:
-        _emit_json(comparison.to_json())
+        emit_json(comparison.to_json())
     else:
         print_comparison(comparison, stdout_console())
     if fail_on_regression and comparison.p99_regressions:
         raise typer.Exit(1)
 
 
-@_user_errors
+@user_errors
 def check_cmd(
     review: Path = typer.Argument(..., help="the review file (review.toml)"),
     rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),
@@ -63,14 +63,14 @@ def check_cmd(
 
     report = run_check(review, rubric, allow_outside=allow_outside)
     if as_json:
-        _emit_json(report.to_json())
+        emit_json(report.to_json())
     else:
         print_check(report, stdout_console())
     if report.verdict == GATE_FAIL:
         raise typer.Exit(1)
 
 
-@_user_errors
+@user_errors
 def packet(
     review: Path = typer.Argument(..., help="the review file (review.toml)"),
     out: Path = typer.Option(..., "--out", help="folder for packet.html, packet.pdf, packet.json"),
@@ -105,14 +105,14 @@ def packet(
     except PdfNotProduced as exc:
         # The HTML and JSON are in place: say what was written, then fail on the PDF.
         if as_json:
-            _emit_json(exc.result.to_json())
+            emit_json(exc.result.to_json())
         raise
     finally:
         if worker is not None:
             worker.close()
-    _pdf_warnings(result.pdf_warnings)
+    print_pdf_warnings(result.pdf_warnings)
     if as_json:
-        _emit_json(result.to_json())
+        emit_json(result.to_json())
         return
     console = Console()
     console.print(f"packet: {result.html}")
@@ -122,7 +122,7 @@ def packet(
     console.print(f"[dim]{timings}[/]")
 
 
-@_user_errors
+@user_errors
 def walk(
     review: Path = typer.Argument(..., help="the review file (review.toml) to answer into"),
     rubric: Path | None = typer.Option(None, help="a rubric TOML (default: rubrics/default.toml)"),

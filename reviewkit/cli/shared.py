@@ -19,11 +19,11 @@ from reviewkit.common.errors import ReviewkitError
 stderr = Console(stderr=True)
 
 
-_state = {"debug": False}
+cli_state = {"debug": False}
 
 
 @contextlib.contextmanager
-def _progress(first: str = "starting"):
+def progress_bar(first: str = "starting"):
     """A transient progress bar on stderr; yields the (label, done, total) callback stages take."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -41,7 +41,7 @@ def _progress(first: str = "starting"):
         )
 
 
-def _user_errors(command):
+def user_errors(command):
     """One actionable line and a non-zero exit for a ReviewkitError; --debug re-raises."""
 
     @functools.wraps(command)
@@ -49,7 +49,7 @@ def _user_errors(command):
         try:
             return command(*args, **kwargs)
         except ReviewkitError as exc:
-            if _state["debug"]:
+            if cli_state["debug"]:
                 raise
             stderr.print(
                 f"[red]reviewkit: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
@@ -64,7 +64,7 @@ def _user_errors(command):
 SHOWN_PDF_WARNINGS = 5
 
 
-def _pdf_warnings(warnings: tuple[str, ...] | list[str], whose: str = "") -> None:
+def print_pdf_warnings(warnings: tuple[str, ...] | list[str], whose: str = "") -> None:
     """WeasyPrint's warnings for a PDF that was kept, one line each on stderr."""
     if not warnings:
         return
@@ -85,25 +85,25 @@ def _pdf_warnings(warnings: tuple[str, ...] | list[str], whose: str = "") -> Non
         )
 
 
-def _dtypes(text: str) -> tuple[str, ...]:
+def parse_dtypes(text: str) -> tuple[str, ...]:
     return tuple(d.strip() for d in text.split(",") if d.strip())
 
 
-def _emit_json(document: dict) -> None:
+def emit_json(document: dict) -> None:
     sys.stdout.write(json.dumps(document, indent=1, allow_nan=False) + "\n")
 
 
-def _save_evidence(doc: dict, out: Path, as_json: bool) -> bool:
+def save_evidence(doc: dict, out: Path, as_json: bool) -> bool:
     """Record the command line, write the evidence file atomically; True when JSON was printed."""
     from reviewkit.bundle.run import write_json_atomic
 
     doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
     write_json_atomic(out, doc)
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
     return as_json
 
 
-def _default_out(profile: str, device: str) -> Path:
+def default_out(profile: str, device: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     return Path("runs") / f"{stamp}-{profile}-{device.replace(':', '')}"

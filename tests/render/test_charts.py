@@ -788,7 +788,8 @@ def test_the_in_memory_svg_cache_is_bounded(monkeypatch):
     from reviewkit.render.charts import convert
 
     monkeypatch.setattr(convert, "_SVG_CACHE", {})
-    monkeypatch.setattr(convert, "chart_cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
+    nowhere = __import__("pathlib").Path("/nonexistent")
+    monkeypatch.setattr(convert, "chart_cache_dir", lambda: nowhere)
     monkeypatch.setattr(convert, "write_cache", lambda path, text: None)
     import vl_convert
 

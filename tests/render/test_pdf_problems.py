@@ -58,9 +58,9 @@ def test_a_font_warning_is_reported_and_the_pdf_kept(review, tmp_path, no_harfbu
 
 
 def test_the_terminal_shows_a_few_warnings_and_counts_the_rest(capsys):
-    from reviewkit.cli.shared import SHOWN_PDF_WARNINGS, _pdf_warnings
+    from reviewkit.cli.shared import SHOWN_PDF_WARNINGS, print_pdf_warnings
 
-    _pdf_warnings([f"warning {i}" for i in range(SHOWN_PDF_WARNINGS + 2)], "alpha")
+    print_pdf_warnings([f"warning {i}" for i in range(SHOWN_PDF_WARNINGS + 2)], "alpha")
     err = capsys.readouterr().err
     assert err.startswith("reviewkit: warning: alpha: the PDF printed with 7 warning(s)")
     assert "warning 4" in err and "warning 5" not in err and "and 2 more" in err
