@@ -21,7 +21,7 @@ from reviewkit.common.files import write_text_atomic
 from reviewkit.common.tomlfile import closest, read_toml, tomllib
 from reviewkit.review.checks import CHECKS, Context, Evidence
 from reviewkit.review.gate import Finding, Report, run_check
-from reviewkit.review.reviewfile import ANSWER_SCHEMA, Answer, Review, _validate, load_review
+from reviewkit.review.reviewfile import ANSWER_SCHEMA, Answer, Review, load_review, validate_against
 from reviewkit.review.rubric import Rubric, RubricItem
 
 INTERRUPTED = 130  # the shell's code for a run stopped by SIGINT, as `reviewkit run` uses
@@ -114,7 +114,7 @@ def read_answers_file(
                 f"{path}: [answers.{item_id}] {why}{closest(item_id, manual)}; the questions "
                 f"are {', '.join(manual)}"
             )
-        _validate(raw, ANSWER_SCHEMA, f"answers.{item_id}", path)
+        validate_against(raw, ANSWER_SCHEMA, f"answers.{item_id}", path)
         text = raw["answer"].strip()
         if not text:
             raise InputError(

@@ -277,7 +277,7 @@ def _type_names(types: tuple[type, ...]) -> str:
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
 
-def _validate(value: object, schema: dict, where: str, file: Path) -> None:
+def validate_against(value: object, schema: dict, where: str, file: Path) -> None:
     if not isinstance(value, dict):
         raise InputError(f"{file}: {where or 'the file'} must be a table")
     for key in value:
@@ -316,14 +316,14 @@ def _validate(value: object, schema: dict, where: str, file: Path) -> None:
         if isinstance(v, list):
             for i, element in enumerate(v):
                 if spec.item is not None:
-                    _validate(element, spec.item, f"{name}[{i}]", file)
+                    validate_against(element, spec.item, f"{name}[{i}]", file)
                 elif spec.each and not isinstance(element, spec.each):
                     raise InputError(
                         f"{file}: {name}[{i}] must be a {_type_names(spec.each)}, "
                         f"got {type(element).__name__}"
                     )
         elif isinstance(v, dict) and spec.item is not None:
-            _validate(v, spec.item, name, file)
+            validate_against(v, spec.item, name, file)
 
 
 def _join(where: str, key: str) -> str:
@@ -391,7 +391,7 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
     """Read and validate a review file. The file is only read, never modified."""
     path = Path(path)
     doc = read_toml(path)
-    _validate(doc, SCHEMA, "", path)
+    validate_against(doc, SCHEMA, "", path)
     if doc["schema_version"] != SCHEMA_VERSION:
         raise InputError(
             f"{path}: schema_version {doc['schema_version']} but this reviewkit reads version "
@@ -419,7 +419,7 @@ def load_review(path: Path | str, allow_outside: bool = False) -> Review:
         )
     answers = {}
     for item_id, raw in doc.get("answers", {}).items():
-        _validate(raw, ANSWER_SCHEMA, f"answers.{item_id}", path)
+        validate_against(raw, ANSWER_SCHEMA, f"answers.{item_id}", path)
         pointer = raw.get("evidence", "")
         target = None
         if pointer:

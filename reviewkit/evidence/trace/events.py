@@ -151,7 +151,7 @@ class _Thread:
         self.shapes = array("i")
 
 
-class _Summariser:
+class Summariser:
     def __init__(self, layer_map: LayerMap):
         self.map = layer_map
         self.names: dict[str, int] = {}

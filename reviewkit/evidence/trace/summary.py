@@ -19,7 +19,7 @@ from reviewkit.evidence.trace.events import (
     PROGRESS_EVERY,
     QUALITY_RULES,
     US,
-    _Summariser,
+    Summariser,
 )
 from reviewkit.evidence.trace.layermap import LayerMap
 from reviewkit.evidence.trace.reader import TraceStream
@@ -100,7 +100,7 @@ def _unmapped_list(unmapped_us: dict[str, float], total_s: float) -> dict:
     }
 
 
-def _device_summary(s: _Summariser, host: dict, window: tuple[float, float]) -> dict:
+def _device_summary(s: Summariser, host: dict, window: tuple[float, float]) -> dict:
     import numpy as np
 
     if not s.device:
@@ -164,7 +164,7 @@ def _device_summary(s: _Summariser, host: dict, window: tuple[float, float]) -> 
     }
 
 
-def _shapes_by_layer(s: _Summariser, host: dict) -> dict:
+def _shapes_by_layer(s: Summariser, host: dict) -> dict:
     out: dict[str, dict] = {}
     for (layer, sid), (n, dur_us) in host["shape_stats"].items():
         dims, types = s.shape_list[sid]
@@ -196,7 +196,7 @@ def _shapes_by_layer(s: _Summariser, host: dict) -> dict:
     return dict(sorted(out.items()))
 
 
-def _clock(s: _Summariser, meta: dict, window: tuple[float, float]) -> dict:
+def _clock(s: Summariser, meta: dict, window: tuple[float, float]) -> dict:
     unit = meta.get("displayTimeUnit")
     base_ns = meta.get("baseTimeNanoseconds")  # a profiler writes an integer; keep only that
     span_s = (window[1] - window[0]) * US if window[1] > window[0] else 0.0
@@ -225,7 +225,7 @@ def summarise_one(path: Path, layer_map: LayerMap, on_progress: Callable | None 
     """The summary of one trace file (one rank)."""
     path = Path(path)
     stream = TraceStream(path)
-    s = _Summariser(layer_map)
+    s = Summariser(layer_map)
     try:
         size = path.stat().st_size
     except OSError as exc:

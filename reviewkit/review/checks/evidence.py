@@ -20,8 +20,8 @@ from reviewkit.review.checks.registry import (
     CheckResult,
     Context,
     Evidence,
-    _workload_evidence,
     check,
+    workload_evidence,
 )
 from reviewkit.review.cited import key_of_id
 
@@ -112,7 +112,7 @@ def tail_latency(ctx: Context) -> CheckResult:
                 continue
             bad.append(w.key)
             evidence.append(
-                _workload_evidence(
+                workload_evidence(
                     w,
                     ctx.candidates[i][1],
                     f"candidate {i + 1}: mean x{w.mean_ratio:.3f} but "

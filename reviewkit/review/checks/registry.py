@@ -106,6 +106,6 @@ def check(name: str, params: dict[str, str] | None = None) -> Callable[[Check], 
     return register
 
 
-def _workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
+def workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
     rec = next((x for x in cand["workloads"] if x["id"] == w.candidate_id), {})
     return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
