@@ -37,8 +37,8 @@ from reviewkit.analysis.stats import EQUIVALENT, call_paired_interval, three_way
 from reviewkit.measure import rank_kernels
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.local_ranks import free_port
-from reviewkit.measure.runner import POLICIES
 from reviewkit.suite import collectives as coll
+from reviewkit.suite.profiles import suite_profile
 
 MIB = 1 << 20
 CASES = [
@@ -81,7 +81,7 @@ def _rank(rank: int, world: int, port: int, rounds: int, iters: int, queue) -> N
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     info = rank_kernels.RankInfo(rank, world, rank, world)
-    policy = rounds_mod.round_policy(POLICIES["quick"], 5, first=False)
+    policy = rounds_mod.round_policy(suite_profile("quick").sampling, 5, first=False)
     rows = []
     for op, size in CASES:
         spec = _spec(op, size, world)

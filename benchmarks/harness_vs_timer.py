@@ -16,10 +16,10 @@ import torch
 from torch.utils import benchmark as tb
 
 from reviewkit.measure.device import device_timed
-from reviewkit.measure.runner import POLICIES
 from reviewkit.measure.timing import collect_samples
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import suite_profile
 
 WORKLOADS = [
     "gemm.bert-base-ffn-up.b1s512.fp32",
@@ -39,7 +39,7 @@ def main() -> None:
     threads = torch.get_num_threads()
     specs = {s.id: s for s in suite.workloads("quick")}
     device = torch.device("cpu")
-    policy = POLICIES["quick"]
+    policy = suite_profile("quick").sampling
     rows = []
     for wid in WORKLOADS:
         fn = kernels.build(specs[wid], device)

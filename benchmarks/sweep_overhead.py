@@ -10,6 +10,7 @@ import statistics
 import time
 
 from reviewkit.evidence import loadgen
+from reviewkit.suite.profiles import suite_profile
 
 QUERIES = 200_000
 ROUNDS = 5
@@ -32,7 +33,7 @@ def main() -> None:
     summary = per_query_us(
         lambda: loadgen.level_json(
             loadgen.Level("server", 1.0, 1.0, QUERIES, tuple([1e-3] * QUERIES), 1.0, False),
-            loadgen.VALIDITY["quick"],
+            suite_profile("quick").sweep_validity,
         )
     )
     arrivals_cost = per_query_us(lambda: loadgen.poisson_arrivals_s(1000.0, QUERIES))

@@ -17,12 +17,10 @@ from reviewkit.common.cache import CACHE_ENV, cache_dir
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
 from reviewkit.common.numbers import finite_number
+from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
 
 KIND = "reviewkit.device-profile"
 VERSION = 1
-# A profile taken by a more thorough calibration serves a lighter run (a `full` profile serves
-# a `quick` run), never the other way round.
-THOROUGHNESS = ("smoke", "quick", "full")
 # The calibration's kernels and statistics (measure/calibration.py, measure/trials.py): a
 # profile measured by another method is stale even on the same device and torch build. Bump it
 # with any change to what a ceiling means or how it is read from the trials. 4: ceilings taken at
@@ -77,18 +75,19 @@ def settings_text(settings: dict | None) -> str:
     return ", ".join(words)
 
 
-def cache_path(device_kind: str, fingerprint_hash: str, calibration: str, settings: dict) -> Path:
+def cache_path(device_kind: str, fingerprint_hash: str, suite_profile: str, settings: dict) -> Path:
     slug = settings_slug(device_kind, settings)
-    name = f"{device_kind}-{fingerprint_hash}-{calibration}-{slug}.json"
+    name = f"{device_kind}-{fingerprint_hash}-{suite_profile}-{slug}.json"
     return cache_dir() / "profiles" / name
 
 
 def candidates(
-    device_kind: str, fingerprint_hash: str, calibration: str, settings: dict
+    device_kind: str, fingerprint_hash: str, suite_profile: str, settings: dict
 ) -> list[Path]:
-    """Cache files that could serve a run of this calibration profile at these settings, most
-    thorough first."""
-    at_least = THOROUGHNESS[THOROUGHNESS.index(calibration) :]
+    """Cache files that could serve a run of this suite profile at these settings, most thorough
+    first: a device profile calibrated at a more thorough suite profile serves a lighter run (one
+    calibrated at `full` serves a `quick` run), never the other way round."""
+    at_least = SUITE_PROFILE_NAMES[SUITE_PROFILE_NAMES.index(suite_profile) :]
     return [cache_path(device_kind, fingerprint_hash, c, settings) for c in reversed(at_least)]
 
 

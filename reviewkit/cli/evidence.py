@@ -9,11 +9,12 @@ import typer
 from reviewkit.cli.shared import parse_dtypes, progress_bar, save_evidence, user_errors
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 
 
 @user_errors
 def quality(
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
     dtype: str = typer.Option("bf16,fp16,int8", help="lower precisions to check, comma-separated"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids"),
@@ -41,7 +42,7 @@ def quality(
 
 @user_errors
 def sweep(
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
     dtype: str = typer.Option("fp32", help="one dtype: fp32 | bf16 | fp16"),
     only: str | None = typer.Option(
@@ -58,12 +59,11 @@ def sweep(
     """Latency-throughput sweep (single-stream, server with Poisson arrivals, offline)."""
     import dataclasses
 
-    from reviewkit.evidence import loadgen
 
-    suite.require_profile(profile)
+    suite_profile(profile)
     if dtype not in suite.DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(suite.DTYPES)}")
-    rules = loadgen.VALIDITY[profile]
+    rules = suite_profile(profile).sweep_validity
     if min_queries is not None:
         if min_queries < 1:
             raise UsageError(f"--min-queries {min_queries}: expected a positive integer")
@@ -107,7 +107,7 @@ def sweep(
 
 @user_errors
 def soak(
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
     workload: str | None = typer.Option(
         None, help="one workload id (default: the profile's model workload at fp32)"
@@ -122,7 +122,7 @@ def soak(
     """Long-window stability: throughput per sub-window, clocks, temperatures, drift, throttling."""
     from reviewkit.measure.soak import run_soak
 
-    suite.require_profile(profile)
+    suite_profile(profile)
     with progress_bar("soak") as on_progress:
         doc = run_soak(profile, device, workload, window_s, subwindows, on_progress)
     if save_evidence(doc, out, as_json):

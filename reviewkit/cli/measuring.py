@@ -20,6 +20,7 @@ from reviewkit.cli.shared import (
 )
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, SUITE_PROFILE_NAMES
 
 # run and ab take the same device-profile options
 DEVICE_PROFILE_OPTION = typer.Option(
@@ -35,7 +36,7 @@ RECALIBRATE_OPTION = typer.Option(
 
 @user_errors
 def run(
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
@@ -181,7 +182,7 @@ def ab(
     candidate: str = typer.Option(
         "", "--candidate", help="the candidate mapping: KNOB=VALUE[,KNOB=VALUE]"
     ),
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
@@ -245,7 +246,7 @@ def ab(
 @user_errors
 def calibrate(
     profile: str = typer.Option(
-        "quick", help="how thorough: smoke | quick | full (sizes screened, trials)"
+        "quick", help="suite profile: smoke | quick | full (sizes screened, trials)"
     ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option(
@@ -304,8 +305,8 @@ def calibrate(
         calibrate_run_to_run(device, run_to_run, runs, list(from_ or []), fresh, out, as_json,
                              every_s)  # fmt: skip
         return
-    if profile not in suite.PROFILES:
-        raise UsageError(f"--profile {profile!r}: expected one of {', '.join(suite.PROFILES)}")
+    if profile not in SUITE_PROFILE_NAMES:
+        raise UsageError(f"--profile {profile!r}: expected one of {', '.join(SUITE_PROFILE_NAMES)}")
     dtypes = parse_dtypes(dtype)
     unknown = [d for d in dtypes if d not in suite.CEILING_DTYPES]
     if unknown or not dtypes:
@@ -356,7 +357,7 @@ def show(
 
 @user_errors
 def suite_cmd(
-    profile: str = typer.Option(suite.DEFAULT_PROFILE, help="smoke | quick | full"),
+    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids"),
     distributed: bool = typer.Option(

@@ -15,7 +15,7 @@ from reviewkit.suite import workloads as suite
 @user_errors
 def demo(
     out: Path = typer.Option(Path("reviewkit-demo"), help="folder for the runs, packet and site"),
-    profile: str = typer.Option("quick", help="smoke | quick | full"),
+    profile: str = typer.Option("quick", help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
     no_pdf: bool = typer.Option(False, "--no-pdf", help="skip the PDFs"),
     examples: Path | None = typer.Option(

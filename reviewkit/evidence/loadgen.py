@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from reviewkit.suite.profiles import Validity  # a suite profile sets a sweep level's rules
+
 Clock = Callable[[], float]
 SCHEDULE_SEED = 0  # fixed so the same rate always gives the same arrival times
 # time.sleep overshoots by ~50-100 us on Linux; spin the last stretch so arrivals are on time.
@@ -27,24 +29,6 @@ LOAD_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1)
 SLA_SEARCH_STEPS = 3
 
 SINGLE_STREAM, SERVER, OFFLINE = "single-stream", "server", "offline"
-
-
-@dataclass(frozen=True)
-class Validity:
-    """A level is valid only when it ran at least this long and completed this many queries."""
-
-    min_duration_s: float
-    min_queries: int
-    max_level_s: float  # hard wall budget of one level: an overloaded level stops here
-
-
-# Defaults per profile: p99 needs >= 100 queries to be more than the maximum; full follows
-# LoadGen's spirit of long windows within a sweep that still ends in minutes.
-VALIDITY = {
-    "smoke": Validity(min_duration_s=0.05, min_queries=20, max_level_s=2.0),
-    "quick": Validity(min_duration_s=1.0, min_queries=100, max_level_s=60.0),
-    "full": Validity(min_duration_s=10.0, min_queries=1000, max_level_s=600.0),
-}
 
 
 def poisson_arrivals_s(rate_per_s: float, count: int, seed: int = SCHEDULE_SEED) -> np.ndarray:

@@ -34,6 +34,7 @@ from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.timing import collect_alternating
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -178,7 +179,7 @@ def _int8_dynamic(module: torch.nn.Module) -> torch.nn.Module:
 class AbRequest:
     baseline: dict
     candidate: dict
-    profile: str = suite.DEFAULT_PROFILE
+    profile: str = DEFAULT_SUITE_PROFILE
     device: str = "cpu"
     dtypes: tuple[str, ...] = ("fp32",)
     only: str | None = None
@@ -188,23 +189,12 @@ class AbRequest:
     recalibrate: bool = False
 
 
-# An A/B verdict must resolve a few percent: on a shared 2-core VM one call of a gemm or a
-# model varies by 10-20%, so each side needs ~100 samples for a +/-2% interval of its median
-# (docs/benchmarks.md, "A/A false alarms"). `ab` keeps the profile's budget per workload and
-# side but samples towards a longer target than `run`, which only characterises one mapping.
-AB_MIN_TIME_S = {"smoke": 0.02, "quick": 1.5, "full": 5.0}
-AB_MIN_SAMPLES = {"smoke": 5, "quick": 60, "full": 200}
-# More, shorter rounds than `run`: a paired round costs no rebuild of a kept workload and its
-# two sides share one warm-up window, and with 10 rounds the t interval has 9 degrees of
-# freedom instead of 4 (t = 2.26 against 2.78): the interval narrows by a fifth for the same
-# time (measured: noise floor 4.3% against 5.6% with 5 rounds, docs/benchmarks.md).
-AB_DEFAULT_ROUNDS = {"smoke": 2, "quick": 10, "full": 10}
-
-
 def ab_policy(profile: str):
-    """The profile's sampling policy with `ab`'s longer target (its budget is unchanged)."""
-    return replace(runner.POLICIES[profile], min_time_s=AB_MIN_TIME_S[profile],
-                   min_samples=AB_MIN_SAMPLES[profile])  # fmt: skip
+    """The suite profile's sampling policy with `ab`'s longer target (its budget is unchanged):
+    `ab_min_time_s` and `ab_min_samples` (suite/profiles.py says why)."""
+    record = suite_profile(profile)
+    return replace(record.sampling, min_time_s=record.ab_min_time_s,
+                   min_samples=record.ab_min_samples)  # fmt: skip
 
 
 def _sides(request: AbRequest) -> tuple[Side, Side]:
@@ -245,7 +235,7 @@ def ab(
     policy = ab_policy(request.profile)
     pairs = _pairs(base, cand)
     plan = rounds_mod.plan_rounds(
-        len(pairs), request.rounds or AB_DEFAULT_ROUNDS[request.profile], request.round_seed
+        len(pairs), request.rounds or suite_profile(request.profile).ab_rounds, request.round_seed
     )
     progress = on_progress or (lambda *_: None)
     energy = runner.energy_source(device, sensors.POWERCAP)
@@ -302,7 +292,7 @@ def ab(
             with side.active():
                 doc["overhead_probe"] = overhead.measure_overheads(
                     side.specs, doc["workloads"], device, builders[side.label], progress,
-                    overhead.FLOOR_POLICIES[request.profile],
+                    suite_profile(request.profile).floor_sampling,
                 )  # fmt: skip
             doc["phases_s"] = {"ceilings_and_workloads": round(measured_s, 3),
                                "overhead": round(time.time() - begun, 3)}  # fmt: skip

@@ -35,35 +35,20 @@ from reviewkit.measure.trials import (
     run_trials,
 )
 from reviewkit.suite import ceilings, kernels
+from reviewkit.suite.profiles import suite_profile
 
 Maker = Callable[[], Callable[[], float]]  # builds a configuration afresh, returns its timed call
 
-# Square GEMM sizes screened per profile: from where per-call cost stops mattering to where
-# one call still fits the screen's budget several times on a 2-core CPU.
-GEMM_SIZES = {
-    "smoke": (128, 256, 512),
-    "quick": (256, 384, 512, 768, 1024, 1536, 2048),
-    "full": (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096),
-}
+# Square GEMM sizes screened: a CPU's are the suite profile's `calibration_gemm_sizes`.
 GPU_GEMM_SIZES = (2048, 4096, 8192)
-# Dense convolutions screened beside the GEMMs: a ceiling is the best rate any dense kernel
-# reaches, and oneDNN's direct 3x3 convolution runs a little faster than MKL's GEMM on the
-# project's Zen 4 (202 against 201 GFLOP/s fp32: without it, ResNet convs "beat the roofline").
-# (channels in = out, image side), two per profile: one cache-sized, one larger.
-CONV_SHAPES = {"smoke": ((64, 28),), "quick": ((128, 28), (256, 14)),
-               "full": ((128, 56), (256, 28), (512, 14))}  # fmt: skip
+# Dense convolutions screened beside the GEMMs, (channels in = out, image side): a CPU's are
+# the suite profile's `calibration_conv_shapes` (suite/profiles.py says why).
 GPU_CONV_SHAPES = ((256, 56), (512, 28))
 # Both operand layouts: torch.mm(a, b) ("nn") and torch.mm(a, b.t()) ("nt", what nn.Linear
 # runs). Some stacks have a slow path in one layout only (fp16 "nn" on this CPU runs ~10x
 # slower than "nt"), and the ceiling is the best the device reaches, not the worst.
 GEMM_LAYOUTS = ("nn", "nt")
-# Trials per ceiling. With n trials, [lowest, highest] covers the median trial with probability
-# 1 - 2 x 0.5^n (99.6% at 9), and the best of 9 comes from the best quarter of the machine's
-# states with probability 1 - 0.75^9 (92%). On the project's 2-core VM a neighbour's memory
-# traffic held DRAM bandwidth 50% high for the first 5 of 9 trials of one calibration: 5 trials
-# would have taken that state as the median, 9 outvote it (docs/benchmarks.md, "Calibration
-# reproducibility"). smoke keeps 3 for the tests.
-TRIALS = {"smoke": 3, "quick": 9, "full": 15}
+# Trials per ceiling: the suite profile's `calibration_trials`.
 # The screen's configurations carried into the trials: the best three, because on a noisy
 # machine the screen's single best is often a size that was merely lucky in its one pass.
 FINALISTS = 3
@@ -85,9 +70,7 @@ TRIAL_POLICY = SamplingPolicy(
     max_samples=1000,
     budget_s=0.25,
 )
-# Bytes one memory-stream call moves: large enough that the fixed cost of a torch call (a few
-# microseconds) is under 1% of it even at L1 speed, small enough for trials to stay short.
-STREAM_BYTES_PER_CALL = {"smoke": 8 << 20, "quick": 32 << 20, "full": 64 << 20}
+# Bytes one memory-stream call moves: the suite profile's `stream_bytes_per_call`.
 # A level whose half holds at least this much is measured with a copy (read + write, like the
 # elementwise ops that live there): one call then moves enough that a torch call's fixed cost
 # (a few microseconds) is a few percent of it. On the project's Zen 4 a copy within half the
@@ -95,8 +78,7 @@ STREAM_BYTES_PER_CALL = {"smoke": 8 << 20, "quick": 32 << 20, "full": 64 << 20}
 # the stream's figure. Smaller levels (L1, L2) need the stream, which loops inside one call.
 COPY_MIN_WORKING_SET = 8 << 20
 # Main memory: a copy of a buffer several times the last-level cache, so no pass finds it
-# resident; at least this much.
-DRAM_COPY_MIN_BYTES = {"smoke": 32 << 20, "quick": 256 << 20, "full": 512 << 20}
+# resident; at least the suite profile's `dram_copy_min_bytes`.
 DRAM_OVER_LLC = 4
 # What the DRAM method states about its pages: one small buffer asked for 2 MiB pages as the
 # copy's are, its share of them read from smaps (a few huge pages; the copy's own buffers are
@@ -233,7 +215,8 @@ def screen_compute(
     dtype: str, device: torch.device, profile: str, clock: Clock = time.perf_counter
 ) -> Screen:
     """One short pass over square sizes in both layouts; the best FINALISTS go to the trials."""
-    sizes = GPU_GEMM_SIZES if device.type != "cpu" else GEMM_SIZES[profile]
+    record = suite_profile(profile)
+    sizes = record.calibration_gemm_sizes if device.type == "cpu" else GPU_GEMM_SIZES
     calls_per_screen = SCREEN_POLICY.warmup_calls + SCREEN_POLICY.min_samples
     screened: dict[str, float] = {}
     makers: dict[str, tuple[Maker, float]] = {}
@@ -272,7 +255,7 @@ def screen_compute(
             layout_rate[layout] = max(rate, layout_rate.get(layout, 0.0))
         if failure:
             break
-    convs = CONV_SHAPES[profile] if device.type == "cpu" else GPU_CONV_SHAPES
+    convs = record.calibration_conv_shapes if device.type == "cpu" else GPU_CONV_SHAPES
     if low_precision:
         convs = ()
     for channels, side in convs:
@@ -407,6 +390,7 @@ def memory_plan(
     device: torch.device, profile: str, levels: Sequence[hierarchy.MemoryLevel]
 ) -> dict[str, tuple[Maker, float, str]]:
     """Each level's stream: level name -> (maker, bytes per call, method)."""
+    record = suite_profile(profile)
     largest_cache = max((lv.capacity_bytes or 0 for lv in levels), default=0)
     plan: dict[str, tuple[Maker, float, str]] = {}
     for level in levels:
@@ -419,7 +403,7 @@ def memory_plan(
                 "bytes read + written"
             )
         elif ws is not None:
-            maker, nbytes = stream_maker(ws, STREAM_BYTES_PER_CALL[profile], device)
+            maker, nbytes = stream_maker(ws, record.stream_bytes_per_call, device)
             method = (
                 f"read stream: sum over a {binary_size(ws)} buffer (half the "
                 f"{binary_size(level.capacity_bytes)} level) re-read within each call, "
@@ -430,7 +414,7 @@ def memory_plan(
             method = f"tensor.copy_ of a {binary_size(GPU_COPY_BYTES)} buffer, bytes read + written"
         else:
             # main memory on a CPU: on 2 MiB pages, at every thread and at one (main_memory.py)
-            size = max(DRAM_COPY_MIN_BYTES[profile], DRAM_OVER_LLC * largest_cache)
+            size = max(record.dram_copy_min_bytes, DRAM_OVER_LLC * largest_cache)
             maker, nbytes = copy_maker(size, device, huge_pages=True)
             threads = torch.get_num_threads()
             method = (
@@ -510,7 +494,7 @@ def calibrate(
     Every dtype's finalists and every memory level share one loop of trials, so the trials of
     each ceiling are spread over the whole calibration rather than bunched in one second."""
     entry = ceilings.lookup(device_name(device)) if device.type != "cpu" else None
-    count = TRIALS[profile]
+    count = suite_profile(profile).calibration_trials
     # At the caller's settings (the run's threads and float32 matmul precision): a ceiling
     # belongs to the settings that move it, and the profile is keyed by them.
     settings = current_settings(device)

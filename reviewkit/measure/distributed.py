@@ -40,6 +40,7 @@ from reviewkit.measure.rank_kernels import (
 )
 from reviewkit.suite import collectives as coll
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
 
 # A rendezvous or collective that has not completed in this long has lost a rank (torch's own
@@ -309,10 +310,9 @@ def _init(backend: str, timeout_s: float, info: RankInfo) -> None:
 def _measure(request, info, device, backend, specs, progress) -> dict | None:
     rank, world = info.rank, info.world_size
     r = request.run
-    policy = runner.POLICIES[r.profile]
-    plan_of_rounds = rounds_mod.plan_rounds(
-        len(specs), r.rounds or rounds_mod.DEFAULT_ROUNDS[r.profile], r.round_seed
-    )
+    profile = suite_profile(r.profile)
+    policy = profile.sampling
+    plan_of_rounds = rounds_mod.plan_rounds(len(specs), r.rounds or profile.rounds, r.round_seed)
     started = time.time()
     doc = None
     records: list[dict] = []

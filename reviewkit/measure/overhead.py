@@ -28,20 +28,9 @@ from reviewkit.bundle.run import STATUS_OK
 from reviewkit.measure.device import device_timed, first_line
 from reviewkit.measure.timing import SamplingPolicy, collect_alternating, collect_samples
 from reviewkit.suite import floors
+from reviewkit.suite.profiles import FLOOR_POLICY  # the default floor window (quick, full)
 from reviewkit.suite.workloads import WorkloadSpec
 
-# A floor call takes microseconds: 40 samples and 5 ms each for the floor and its double give
-# their medians to well under a microsecond, and keep the phase under 15% of a quick run (9.7-
-# 13% measured, docs/benchmarks.md). The warm-up may take a whole second: a floor's first call
-# creates its oneDNN primitives. The smoke profile, floor-sized itself, takes fewer samples.
-FLOOR_POLICY = SamplingPolicy(warmup_calls=3, warmup_s=0.002, min_samples=40, min_time_s=0.005,
-                              max_samples=2000, budget_s=1.25, warmup_budget_s=1.0)  # fmt: skip
-FLOOR_POLICIES = {
-    "smoke": SamplingPolicy(warmup_calls=2, warmup_s=0.0, min_samples=10, min_time_s=0.0,
-                            max_samples=200, budget_s=0.5, warmup_budget_s=0.4),
-    "quick": FLOOR_POLICY,
-    "full": FLOOR_POLICY,
-}  # fmt: skip
 # Ops whose count follows the shapes, not the kernels (allocation and views): left out when the
 # floor's op names are checked against the workload's, and when ops per call are counted.
 METADATA_OPS = frozenset({

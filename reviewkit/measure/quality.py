@@ -16,6 +16,7 @@ from reviewkit.evidence.files import STATUS_NOT_APPLICABLE, STATUS_OK
 from reviewkit.measure import environment
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE
 from reviewkit.suite.workloads import TensorSpec, WorkloadSpec
 
 KIND = evidence.QUALITY
@@ -86,7 +87,7 @@ def logit_agreement(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]
 
 
 def measure_quality(
-    profile: str = suite.DEFAULT_PROFILE,
+    profile: str = DEFAULT_SUITE_PROFILE,
     device: str = "cpu",
     dtypes: Sequence[str] = QUALITY_DTYPES,
     only: str | None = None,

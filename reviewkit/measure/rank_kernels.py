@@ -19,6 +19,7 @@ from reviewkit.measure.device import synchroniser
 from reviewkit.measure.timing import SamplingPolicy
 from reviewkit.suite import collectives as coll
 from reviewkit.suite import kernels
+from reviewkit.suite.profiles import suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
 
 # Per-direction NVLink bandwidth per GPU from NVIDIA's datasheets (NVLink 4: 900 GB/s total
@@ -233,7 +234,7 @@ def link_ceiling(profile: str, device: torch.device, backend: str, world: int, o
         return {"available": False, "reason": "one rank: nothing crosses a link"}
     if ops is None:
         ops = tuple(dict.fromkeys(m.op for m in coll.messages(profile)))
-    size = coll.LINK_MESSAGE_BYTES[profile]
+    size = suite_profile(profile).link_message_bytes
     x = torch.zeros(size // 4, dtype=torch.float32, device=device)
     sync = synchroniser(device)
     dist.broadcast(x, src=0)  # connect and warm the buffers

@@ -19,11 +19,7 @@ from reviewkit.analysis.roofline import energy_absent, workload_energy
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.measure.timing import SamplingPolicy
 
-# Rounds per profile, from A/A measurements on a 2-core VM (docs/benchmarks.md, "Rounds"):
-# smoke only proves the pipeline, so two rounds show the machinery at no cost; quick takes
-# five, the fewest whose round-to-round bootstrap stays usable (with three, one slow round
-# decides the interval) within the same time budget as one window; full takes ten.
-DEFAULT_ROUNDS = {"smoke": 2, "quick": 5, "full": 10}
+# Rounds unless --rounds: the suite profile's `rounds` (suite/profiles.py says why).
 ROUND_SEED = 0  # fixed so the same command measures in the same order
 MAX_ROUNDS = 100  # beyond this a round is a handful of samples of the fastest workloads
 # A workload whose build takes this long (a model's weights: ~0.5 s to initialise on a 2-core

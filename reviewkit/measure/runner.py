@@ -39,31 +39,9 @@ from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
 
-# Per-profile sampling: smoke proves the pipeline in seconds; quick fits ~3 minutes on a
-# 2-core CPU; full buys tighter tails with longer windows.
-POLICIES = {
-    "smoke": SamplingPolicy(
-        warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.01, max_samples=200, budget_s=0.5
-    ),
-    "quick": SamplingPolicy(
-        warmup_calls=2,
-        warmup_s=0.02,
-        min_samples=20,
-        min_time_s=0.2,
-        max_samples=1000,
-        budget_s=3.0,
-    ),
-    "full": SamplingPolicy(
-        warmup_calls=3,
-        warmup_s=0.1,
-        min_samples=50,
-        min_time_s=1.0,
-        max_samples=5000,
-        budget_s=15.0,
-    ),
-}
 SAMPLE_RESOLUTION_DIGITS = 9  # nanoseconds: below any clock we read, keeps run.json small
 
 
@@ -88,7 +66,7 @@ def _device_facts(device: torch.device) -> dict:
 
 
 def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
-    shapes = suite.PROFILE_SHAPES[profile]
+    shapes = suite_profile(profile).shapes
     k = {
         "device": str(device),
         "device_name": device_name(device),
@@ -363,7 +341,7 @@ def measure_rounds(
 
 @dataclass(frozen=True)
 class RunRequest:
-    profile: str = suite.DEFAULT_PROFILE
+    profile: str = DEFAULT_SUITE_PROFILE
     device: str = "cpu"
     dtypes: tuple[str, ...] = suite.DTYPES
     only: str | None = None
@@ -442,9 +420,10 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         if request.threads < 1:
             raise UsageError(f"--threads {request.threads}: expected a positive integer")
         torch.set_num_threads(request.threads)
-    policy = POLICIES[request.profile]
+    profile = suite_profile(request.profile)
+    policy = profile.sampling
     plan_of_rounds = rounds_mod.plan_rounds(
-        len(specs), request.rounds or rounds_mod.DEFAULT_ROUNDS[request.profile], request.round_seed
+        len(specs), request.rounds or profile.rounds, request.round_seed
     )
     progress = on_progress or (lambda *_: None)
     powercap = Path(request.powercap_root) if request.powercap_root else sensors.POWERCAP
@@ -471,7 +450,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         phases["workloads"] = time.time() - started - phases["ceilings"]
         begun = time.time()
         doc["overhead_probe"] = overhead.measure_overheads(
-            specs, records, device, builder, progress, overhead.FLOOR_POLICIES[request.profile]
+            specs, records, device, builder, progress, profile.floor_sampling
         )
         phases["overhead"] = time.time() - begun
         doc["complete"] = True

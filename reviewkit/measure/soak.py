@@ -19,19 +19,16 @@ from reviewkit.evidence import files as evidence
 from reviewkit.measure import environment, sensors
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.runner import (
-    POLICIES,
     SAMPLE_RESOLUTION_DIGITS,  # nanoseconds, as run bundles store samples
     knobs,
 )
 from reviewkit.measure.sensors import Availability
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 
 KIND = evidence.SOAK
 SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
-# Long enough to heat a package and let a boost budget run out: a minute shows a turbo window
-# ending on most CPUs and GPUs; ten minutes reach thermal steady state. Smoke proves the path.
-WINDOW_S = {"smoke": 2.0, "quick": 60.0, "full": 600.0}
 # Twenty points give a trend interval worth reading and a first/last sub-window of 5% of the
 # window each, long enough for a median of many calls at every profile's model workload.
 SUBWINDOWS = 20
@@ -279,7 +276,7 @@ def reproduce_command(profile: str, device: str, workload_id: str, window_s: flo
 def find_spec(profile: str, workload_id: str | None) -> suite.WorkloadSpec:
     """The one workload a soak runs: by id, or the profile's model workload in fp32."""
     if workload_id is None:
-        suite.require_profile(profile)
+        suite_profile(profile)
         specs = [suite.default_model(profile, DEFAULT_DTYPE)]
     else:
         try:
@@ -301,7 +298,7 @@ def find_spec(profile: str, workload_id: str | None) -> suite.WorkloadSpec:
 
 
 def run_soak(
-    profile: str = suite.DEFAULT_PROFILE,
+    profile: str = DEFAULT_SUITE_PROFILE,
     device: str = "cpu",
     workload_id: str | None = None,
     window_s: float | None = None,
@@ -314,7 +311,7 @@ def run_soak(
 ) -> dict:
     """Run one workload back to back for the window; a versioned `reviewkit.soak` document."""
     spec = find_spec(profile, workload_id)
-    window = WINDOW_S[profile] if window_s is None else float(window_s)
+    window = suite_profile(profile).soak_window_s if window_s is None else float(window_s)
     parts = SUBWINDOWS if subwindows is None else subwindows
     if not window > 0:
         raise UsageError(f"--window-s {window_s}: expected a positive number of seconds")
@@ -350,7 +347,7 @@ def run_soak(
     progress("warming up", 0, parts)
     fn = kernels.build(spec, dev)
     call = device_timed(fn, dev)
-    policy = POLICIES[profile]
+    policy = suite_profile(profile).sampling
     values, availability = _read_all(readers)
     doc["sensors"] = {name: ok.to_json() for name, ok in availability.items()}
     doc["readings_at_start"] = values

@@ -14,6 +14,7 @@ from reviewkit.evidence import loadgen
 from reviewkit.measure import environment
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 
 KIND = evidence.SWEEP
 SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
@@ -30,7 +31,7 @@ def reproduce_command(workload_id: str, profile: str, device: str, dtype: str,
 
 
 def run_sweep(
-    profile: str = suite.DEFAULT_PROFILE,
+    profile: str = DEFAULT_SUITE_PROFILE,
     device: str = "cpu",
     dtype: str = DEFAULT_DTYPE,
     only: str | None = None,
@@ -51,7 +52,7 @@ def run_sweep(
         specs = suite.plan_specs(profile, (dtype,), only)
     dev = resolve_device(device)
     sync = synchroniser(dev)
-    rules = validity or loadgen.VALIDITY[profile]
+    rules = validity or suite_profile(profile).sweep_validity
     progress = on_progress or (lambda *_: None)
     results = []
     started = time.time()

@@ -11,26 +11,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
+from reviewkit.suite.profiles import SamplingPolicy  # a suite profile sets its windows
+
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class SamplingPolicy:
-    # The first calls pay one-off costs (allocator growth, oneDNN primitive creation, kernel
-    # autotuning); two warm-up calls plus a short warm-up time drain them on every backend seen.
-    warmup_calls: int = 2
-    warmup_s: float = 0.05
-    # Enough samples for a p99 that is not just the max, and enough time to see the tail.
-    min_samples: int = 20
-    min_time_s: float = 0.2
-    max_samples: int = 2000
-    # Hard wall budget for one workload, warm-up included: a pathological slow path
-    # (fp16 matmul on a CPU runs ~1000x slower than bf16) must not stall the run.
-    budget_s: float = 3.0
-    # The warm-up's own limit when it differs from the budget (a round's sampling budget is a
-    # share of the workload's, but its warm-up may take the whole of it): None is budget_s.
-    # A warm-up that ends within it is always followed by at least one measured call.
-    warmup_budget_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from reviewkit.suite.profiles import suite_profile
+
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 ALL_TO_ALL, BROADCAST, SEND_RECV = "all_to_all", "broadcast", "send_recv"
 OPS = (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST, SEND_RECV)
@@ -115,16 +117,17 @@ def messages(profile: str) -> tuple[CollectiveMessage, ...]:
     gradient bucket, an MoE token all-to-all (top-2 routing of batch x seq tokens of 4096), the
     all-gather / reduce-scatter pair of sequence parallelism, a broadcast of the same
     activation, and a pipeline stage's send/recv of it. smoke keeps them small."""
-    tokens = {"smoke": 16, "quick": 512, "full": 2048}[profile]
+    record = suite_profile(profile)
+    smoke, tokens = record.shapes.smoke, record.collective_tokens
     act = tokens * LLAMA2_7B_HIDDEN
-    bucket = DDP_BUCKET_ELEMENTS if profile != "smoke" else 64 * 1024
+    bucket = 64 * 1024 if smoke else DDP_BUCKET_ELEMENTS
     src = f"Llama-2-7B, batch x seq = {tokens} tokens x hidden {LLAMA2_7B_HIDDEN}"
     return (
         CollectiveMessage("tp-activation-all-reduce", ALL_REDUCE, act,
                           f"tensor-parallel all-reduce after a row-parallel linear; {src}"),
         CollectiveMessage("ddp-gradient-bucket", ALL_REDUCE, bucket,
-                          "DDP gradient bucket (bucket_cap_mb = 25)" if profile != "smoke"
-                          else "a 256 KiB gradient bucket (smoke)", size_bytes=bucket * 4),
+                          "a 256 KiB gradient bucket (smoke)" if smoke
+                          else "DDP gradient bucket (bucket_cap_mb = 25)", size_bytes=bucket * 4),
         CollectiveMessage("moe-token-all-to-all", ALL_TO_ALL, 2 * act,
                           f"MoE dispatch, top-2 routing; {src}"),
         CollectiveMessage("sp-activation-all-gather", ALL_GATHER, act,
@@ -144,10 +147,8 @@ def messages(profile: str) -> tuple[CollectiveMessage, ...]:
 # noise (the A/A spread of one workload's median on a shared 2-core VM is 1-2%,
 # docs/benchmarks.md).
 STRAGGLER_RATIO = 1.10
-# The in-run link ceiling: a broadcast (bus factor 1: busbw = algbw) large enough that the
-# per-call latency is a few percent of the transfer, best of several trials, as `calibrate`
-# takes its compute peaks.
-LINK_MESSAGE_BYTES = {"smoke": 4 * MIB, "quick": 64 * MIB, "full": 256 * MIB}
+# The in-run link ceiling: a broadcast of the suite profile's `link_message_bytes`, best of
+# several trials, as `calibrate` takes its compute peaks.
 LINK_TRIALS = 5
 # The in-run latency alpha of each op: its smallest message (`latency_elements`), a few warm-up
 # calls (the first call of an op connects its buffers), then LATENCY_CALLS timed calls, each
@@ -272,7 +273,7 @@ def distributed_specs(profile: str, dtypes, world_size: int, only: str | None = 
     out = []
     for dtype in dtypes:
         out += [collective_spec(msg, dtype, world_size) for msg in messages(profile)]
-        shapes = suite.PROFILE_SHAPES[profile]
+        shapes = suite_profile(profile).shapes
         gpt2 = suite._smoke(suite.GPT2_SMALL) if shapes.smoke else suite.GPT2_SMALL
         batch, seq = shapes.model_shapes[0]
         tps = (world_size, 1) if world_size > 1 else (1,)

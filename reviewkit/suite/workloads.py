@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from reviewkit.common.errors import UsageError
+from reviewkit.suite.profiles import SUITE_PROFILE_NAMES, suite_profile
 
 SUITE_NAME = "reviewkit-core"
 # Bump when a kernel's implementation in reviewkit/kernels.py changes what it computes:
@@ -33,8 +34,6 @@ SUITE_NAME = "reviewkit-core"
 SUITE_VERSION = "1.1"  # 1.1: the model at four (batch, seq) cells
 KERNEL_REVISION = 1
 
-PROFILES = ("smoke", "quick", "full")
-DEFAULT_PROFILE = "quick"
 DTYPES = ("fp32", "bf16", "fp16")
 # The dtypes a device profile can hold a compute ceiling for: the suite's, and the integer and
 # fp8 GEMMs a quantized mapping runs on (a ceiling belongs to its dtype: an int8 kernel divided
@@ -495,49 +494,11 @@ def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str)
     )
 
 
-# --- profiles -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProfileShapes:
-    seqs: tuple[int, ...]  # gemm and attention sweep: sequence lengths
-    batches: tuple[int, ...]  # gemm and attention sweep: batch = concurrent sequences
-    tokens: int  # token count for vector ops and blocks
-    model_layers: int
-    # (batch, seq) cells of the end-to-end model, the primary one first: one request of the
-    # profile's prompt length, which SLAs, sweeps and soaks use by default. The others show
-    # whether a win on it holds for a quarter of the prompt, alone and 4 at once (the same
-    # tokens as the primary cell, so the profile's time budget still buys enough samples).
-    model_shapes: tuple[tuple[int, int], ...]
-    conv_stages: tuple[str, ...]
-    smoke: bool = False
-
-
-PROFILE_SHAPES = {
-    "smoke": ProfileShapes(
-        (16, 32), (1, 2), 64, 2, ((1, 32), (1, 8), (4, 8)), ("stage3",), smoke=True
-    ),
-    "quick": ProfileShapes(
-        (128, 512),
-        (1, 4),
-        512,
-        2,
-        ((1, 256), (1, 64), (4, 64)),
-        ("stage1", "stage3"),
-    ),
-    "full": ProfileShapes(
-        (128, 512, 2048),
-        (1, 4, 16),
-        2048,
-        4,
-        ((1, 1024), (1, 256), (4, 256)),
-        ("stage1", "stage2", "stage3", "stage4"),
-    ),
-}
+# --- the workloads of a suite profile ------------------------------------------------------
 
 
 def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
-    p = PROFILE_SHAPES[profile]
+    p = suite_profile(profile).shapes
     scale = _smoke if p.smoke else (lambda dims: dims)
     bert, gpt2, llama2, llama3 = map(scale, (BERT_BASE, GPT2_SMALL, LLAMA2_7B, LLAMA3_8B))
     t = p.tokens
@@ -607,22 +568,18 @@ class SuiteIdentity:
 def suite_identity() -> SuiteIdentity:
     """Name, version and a hash over every definition of every profile and dtype."""
     definitions = {
-        spec.id: spec.definition() for profile in PROFILES for spec in workloads(profile, DTYPES)
+        spec.id: spec.definition()
+        for profile in SUITE_PROFILE_NAMES
+        for spec in workloads(profile, DTYPES)
     }
     digest = _sha256_json({"name": SUITE_NAME, "version": SUITE_VERSION, "defs": definitions})
     return SuiteIdentity(SUITE_NAME, SUITE_VERSION, digest[:16])
 
 
-def require_profile(profile: str) -> None:
-    """UsageError naming the profiles unless `profile` is one."""
-    if profile not in PROFILES:
-        raise UsageError(f"--profile {profile!r} is unknown; choose one of {', '.join(PROFILES)}")
-
-
 def plan_specs(profile: str, dtypes: Iterable[str], only: str | None) -> list[WorkloadSpec]:
     """The workloads a request selects; UsageError names the valid choices on bad input."""
     dtypes = tuple(dtypes)
-    require_profile(profile)
+    suite_profile(profile)
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise UsageError(

@@ -14,6 +14,7 @@ from reviewkit.measure import device_profile as obtaining
 from reviewkit.measure import hierarchy
 from reviewkit.measure.timing import SamplingPolicy, timed_call
 from reviewkit.measure.trials import BEST, MEDIAN, TrialRates, run_trials
+from reviewkit.suite.profiles import suite_profile
 
 # --- trials on a fake clock -------------------------------------------------------------------
 
@@ -495,7 +496,7 @@ def test_an_int8_ceiling_is_screened_on_integer_matmuls_and_fp8_is_refused_on_a_
     from reviewkit.measure import calibration
 
     screen = calibration.screen_compute("int8", CPU, "smoke")
-    assert screen.finalists and screen.sizes == calibration.GEMM_SIZES["smoke"]
+    assert screen.finalists and screen.sizes == suite_profile("smoke").calibration_gemm_sizes
     assert not any(c.startswith("conv") for c in screen.finalists)  # no eager int8 conv
     # each finalist's work is 2 n^3 integer ops: n=512 is 268,435,456
     for config, (_, work) in screen.finalists.items():

@@ -9,6 +9,7 @@ from reviewkit.measure import calibration  # noqa: E402
 from reviewkit.measure import runner as measure  # noqa: E402
 from reviewkit.suite import kernels  # noqa: E402
 from reviewkit.suite import workloads as suite  # noqa: E402
+from reviewkit.suite.profiles import suite_profile  # noqa: E402
 
 
 def test_smoke_run_measures_every_workload(smoke_run):
@@ -87,7 +88,7 @@ def test_failures_are_recorded_not_raised(monkeypatch, exc, status):
 
     monkeypatch.setattr(kernels, "build", broken)
     rec = measure.measure_workload(
-        _one_spec(), torch.device("cpu"), measure.POLICIES["smoke"], CEILINGS, "cmd"
+        _one_spec(), torch.device("cpu"), suite_profile("smoke").sampling, CEILINGS, "cmd"
     )
     assert rec["status"] == status
     assert rec["reason"].startswith(type(exc).__name__)
@@ -99,7 +100,8 @@ def test_over_budget_workload_is_not_run(monkeypatch):
     spec = _one_spec()
     monkeypatch.setattr(kernels, "build", lambda *a: pytest.fail("must not build"))
     slow = {"compute": {"fp32": {"measured": spec.flops / 1.0}}, "bandwidth": {"measured": 1e12}}
-    rec = measure.measure_workload(spec, torch.device("cpu"), measure.POLICIES["smoke"], slow, "c")
+    smoke = suite_profile("smoke").sampling
+    rec = measure.measure_workload(spec, torch.device("cpu"), smoke, slow, "c")
     assert rec["status"] == "over-budget"
     assert "at least 1 s" in rec["reason"] and "0.5 s budget" in rec["reason"]
 

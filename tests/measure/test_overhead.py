@@ -10,6 +10,7 @@ from reviewkit.analysis.roofline import OVERHEAD_BOUND, analyse_run
 from reviewkit.measure import overhead
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import suite_profile
 
 CPU = torch.device("cpu")
 
@@ -39,10 +40,10 @@ def test_a_real_floor_call_runs_the_workloads_ops():
     spec = _spec("elementwise.llama-2-7b-s64-residual-add")
     fn = kernels.build(spec, CPU)
     rec = overhead.cpu_floor_record(spec, fn, CPU, torch.get_num_threads(), kernels.build,
-                                    policy=overhead.FLOOR_POLICIES["smoke"])  # fmt: skip
+                                    policy=suite_profile("smoke").floor_sampling)  # fmt: skip
     assert rec["available"] and rec["method"] == "floor-call", rec["reason"]
     assert rec["ops"]["match"] and rec["ops"]["workload"] == {"aten::add": 1}
-    assert len(rec["samples_s"]) >= overhead.FLOOR_POLICIES["smoke"].min_samples
+    assert len(rec["samples_s"]) >= suite_profile("smoke").floor_sampling.min_samples
     assert set(rec["minor_faults_per_call"]) == {"workload", "floor"}
     # 4,096 elements at any thread count: one task; the floor keeps 64, its double 128 (one
     # task still): both timed, so the floor's own work is taken out

@@ -16,6 +16,7 @@ from reviewkit.analysis.roofline import analyse_run  # noqa: E402
 from reviewkit.bundle.run import SCHEMA_VERSION, load_run, write_run  # noqa: E402
 from reviewkit.measure import runner as measure  # noqa: E402
 from reviewkit.suite import kernels  # noqa: E402
+from reviewkit.suite.profiles import suite_profile  # noqa: E402
 
 SAMPLES = Path(__file__).parents[2] / "samples"
 
@@ -165,7 +166,7 @@ def test_a_counter_failing_mid_run_is_data_not_a_failed_workload(fake_rapl):
 
     spec = workloads("smoke", ["fp32"])[0]
     ceilings = {"compute": {"fp32": {"measured": 1e11}}, "bandwidth": {"measured": 1e10}}
-    policy = measure.POLICIES["smoke"]
+    policy = suite_profile("smoke").sampling
     rec = measure.measure_workload(
         spec, torch.device("cpu"), policy, ceilings, "cmd", (BrokenMeter(), Availability(True))
     )
@@ -191,7 +192,7 @@ def test_a_failed_workload_has_no_energy(monkeypatch):
     monkeypatch.setattr(kernels, "build", broken)
     ceilings = {"compute": {"fp32": {"measured": 1e11}}, "bandwidth": {"measured": 1e10}}
     rec = measure.measure_workload(
-        workloads("smoke", ["fp32"])[0], torch.device("cpu"), measure.POLICIES["smoke"],
+        workloads("smoke", ["fp32"])[0], torch.device("cpu"), suite_profile("smoke").sampling,
         ceilings, "cmd",
     )  # fmt: skip
     assert rec["status"] == "error"

@@ -18,6 +18,7 @@ from reviewkit.bundle import run_to_run as store
 from reviewkit.bundle.run import load_run, write_run
 from reviewkit.common.errors import InputError
 from reviewkit.measure import run_to_run as measuring
+from reviewkit.suite.profiles import suite_profile
 from reviewkit.suite.workloads import suite_identity
 
 FP = {"hash": "fp-test", "label": "Test CPU"}
@@ -218,7 +219,7 @@ def test_a_run_records_the_figure_its_device_has_when_it_starts(cache, tmp_path)
 
     def new_doc():
         return runner.new_run_doc(request, device, runner.energy_source(device), sensors.POWERCAP,
-                                  runner.POLICIES["smoke"], rounds_mod.plan_rounds(1, 2),
+                                  suite_profile("smoke").sampling, rounds_mod.plan_rounds(1, 2),
                                   time.time())  # fmt: skip
 
     before = new_doc()["run_to_run"]

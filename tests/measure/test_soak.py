@@ -13,6 +13,7 @@ from reviewkit.common.errors import UsageError
 from reviewkit.measure import sensors, soak
 from reviewkit.measure.sensors import Availability
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import SUITE_PROFILES
 
 TICK = 1 / 1024  # binary-exact fake clock steps, so the hand counts below hold exactly
 
@@ -283,7 +284,7 @@ def test_default_workload_and_bad_input():
         soak.run_soak("smoke", "cpu", window_s=0)
     with pytest.raises(UsageError, match="subwindows"):
         soak.run_soak("smoke", "cpu", subwindows=0)
-    assert soak.WINDOW_S == {"smoke": 2.0, "quick": 60.0, "full": 600.0}
+    assert [p.soak_window_s for p in SUITE_PROFILES] == [2.0, 60.0, 600.0]
     assert soak.SUBWINDOWS == 20
 
 

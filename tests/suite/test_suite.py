@@ -6,6 +6,7 @@ import pytest
 
 from reviewkit.common.errors import UsageError
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import SUITE_PROFILE_NAMES, suite_profile
 
 
 def test_linear_counts_by_hand():
@@ -37,7 +38,7 @@ def test_embedding_reads_only_gathered_rows():
     assert spec.bytes == 24 + 48 + 48
 
 
-@pytest.mark.parametrize("profile", suite.PROFILES)
+@pytest.mark.parametrize("profile", SUITE_PROFILE_NAMES)
 def test_ids_unique_and_every_layer_type_covered(profile):
     specs = suite.workloads(profile)
     ids = [s.id for s in specs]
@@ -67,7 +68,7 @@ def test_ids_unique_and_every_layer_type_covered(profile):
     assert {s.dtype for s in specs} == set(suite.DTYPES)
 
 
-@pytest.mark.parametrize("profile", suite.PROFILES)
+@pytest.mark.parametrize("profile", SUITE_PROFILE_NAMES)
 def test_sweeps_cover_several_shapes(profile):
     specs = suite.workloads(profile, ["fp32"])
     gemm = {
@@ -80,7 +81,7 @@ def test_sweeps_cover_several_shapes(profile):
         for s in specs
         if s.kernel == "sdpa"
     }
-    shapes = suite.PROFILE_SHAPES[profile]
+    shapes = suite_profile(profile).shapes
     assert len(gemm) == len(shapes.seqs) * len(shapes.batches) >= 4
     assert len({(b, s) for b, s, _ in attn}) >= 4 and {c for *_, c in attn} == {True, False}
 
@@ -157,7 +158,7 @@ def _torch_flops(spec, device="cpu"):
 # tracks shapes without computing, so the full-size suite is checked in seconds.
 COUNTED = [
     (s, "cpu" if profile == "smoke" else "meta")
-    for profile in suite.PROFILES
+    for profile in SUITE_PROFILE_NAMES
     for s in suite.workloads(profile, ["fp32"])
     if s.matmul_flops > 0
 ]
