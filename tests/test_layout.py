@@ -189,3 +189,41 @@ def test_no_import_cycles():
     # the package's __init__, which imports nothing of it here; every other edge counts
     graph = {n: e - {n.rpartition(".")[0]} for n, e in _module_graph().items()}
     assert _cycle(graph) == [], "an import cycle: move what both need into a module below them"
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Underscored names this file takes from another reviewkit module: imported by name, or
+    read off a reviewkit module it imported (`runner._base_record`)."""
+    tree = ast.parse(path.read_text(), str(path))
+    modules: set[str] = set()  # local names bound to reviewkit modules
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reviewkit"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"from {node.module} import {alias.name}")
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("reviewkit") and alias.asname:
+                    modules.add(alias.asname)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and node.attr.startswith("_")
+                and not node.attr.startswith("__")):  # fmt: skip
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_private_names_stay_in_their_module(tmp_path):
+    """A name another module needs is public (or the code moves): an underscored name is a
+    promise that only its own module uses it."""
+    # the finder finds both forms, and not a module's own or a dunder
+    sample = tmp_path / "m.py"
+    sample.write_text("from reviewkit.measure import runner\n"
+                      "from reviewkit.suite.workloads import _wid, __all__\n"
+                      "def f():\n    return runner._base_record, runner.run, _local\n")  # fmt: skip
+    assert _private_uses(sample) == [
+        "from reviewkit.suite.workloads import _wid", "runner._base_record"]  # fmt: skip
+    offenders = {str(p.relative_to(ROOT)): u for _, p in _modules() if (u := _private_uses(p))}
+    assert offenders == {}

@@ -265,7 +265,7 @@ def ab(
         doc["pairing"] = {**pairing, "side": side.label}
         threads = doc["knobs"]["threads"]
         doc["workloads"] = [
-            runner._base_record(s, runner.reproduce_command(s, request.profile, device, threads))
+            runner.base_record(s, runner.reproduce_command(s, request.profile, device, threads))
             for s in side.specs
         ]
         docs[side.label] = doc
@@ -377,7 +377,7 @@ def _measure_pair(turn, indices, docs, builders, device, policy, whole) -> dict 
         return None
     out = {}
     for side, spec, result in zip(turn, specs, results, strict=True):
-        record = runner._base_record(spec, docs[side.label]["workloads"][indices[side.label]]
+        record = runner.base_record(spec, docs[side.label]["workloads"][indices[side.label]]
                                      ["reproduce"])  # fmt: skip
         digits = runner.SAMPLE_RESOLUTION_DIGITS
         record.update(

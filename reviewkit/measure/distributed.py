@@ -217,7 +217,7 @@ def _identity(request: DistributedRequest, device: torch.device) -> dict:
 
 def _specs_hash(request: DistributedRequest, world: int) -> str:
     specs = plan(request.run, world)
-    return suite._sha256_json([s.definition() for s in specs])[:16]
+    return suite.sha256_json([s.definition() for s in specs])[:16]
 
 
 def plan(request: runner.RunRequest, world_size: int) -> list[WorkloadSpec]:
@@ -323,7 +323,7 @@ def _measure(request, info, device, backend, specs, progress) -> dict | None:
         )
         doc["only"] = r.only
         doc["knobs"].update(world_size=world, backend=backend)
-        records = [runner._base_record(s, reproduce_command(s, request, world)) for s in specs]
+        records = [runner.base_record(s, reproduce_command(s, request, world)) for s in specs]
         for record, spec in zip(records, specs, strict=True):
             record["energy"] = energy_absent("not metered under --distributed")
             record["rank_samples_s"] = [[] for _ in range(world)]
@@ -416,7 +416,7 @@ def _one_step(spec, i, round_index, one_round, policy, device, info, sync, recor
     try:
         fn = build(spec, device, info)
     except Exception as exc:
-        status = runner._failure_status(exc)
+        status = runner.failure_status(exc)
         reason = first_line(exc)
     built = [None] * info.world_size
     dist.all_gather_object(built, (status, reason))

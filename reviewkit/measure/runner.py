@@ -94,7 +94,7 @@ def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
 # --- the suite -----------------------------------------------------------------------------------
 
 
-def _failure_status(exc: BaseException) -> str:
+def failure_status(exc: BaseException) -> str:
     msg = str(exc)
     if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in msg.lower():
         return STATUS_OOM
@@ -110,7 +110,7 @@ def reproduce_command(spec: WorkloadSpec, profile: str, device: torch.device, th
     )
 
 
-def _base_record(spec: WorkloadSpec, reproduce: str) -> dict:
+def base_record(spec: WorkloadSpec, reproduce: str) -> dict:
     return {
         "id": spec.id,
         "layer_type": spec.layer_type,
@@ -239,7 +239,7 @@ def measure_workload(
     """Measure one workload (one round of it, under a round's policy); with `energy`, meter
     its measured window (never its warm-up). The slow-path guard holds the prediction against
     the workload's whole budget (`whole_budget`, default `policy`), not a round's share."""
-    record = _base_record(spec, reproduce)
+    record = base_record(spec, reproduce)
     meter, available = energy or (None, NO_METER_GIVEN)
     lower_bound = predicted_call_s(spec, ceilings_doc)
     whole = whole_budget or policy
@@ -265,7 +265,7 @@ def measure_workload(
                     device_timed(fn, device), policy, time.perf_counter, *hooks
                 )
     except Exception as exc:  # a failure is data: record it and let the run go on
-        record["status"] = _failure_status(exc)
+        record["status"] = failure_status(exc)
         record["reason"] = first_line(exc)
         record["energy"] = energy_absent(f"not measured: {record['status']}")
         if device.type == "cuda":
@@ -432,7 +432,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
     doc = new_run_doc(request, device, energy, powercap, policy, plan_of_rounds, started)
     threads = torch.get_num_threads()
     records = [
-        _base_record(s, reproduce_command(s, request.profile, device, threads)) for s in specs
+        base_record(s, reproduce_command(s, request.profile, device, threads)) for s in specs
     ]
     doc["workloads"] = records
     phases: dict[str, float] = {}

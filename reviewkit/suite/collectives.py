@@ -185,12 +185,12 @@ def _shard(elements: int, world_size: int) -> int:
 def collective_spec(message: CollectiveMessage, dtype: str, world_size: int):
     """One collective as a suite workload: its message, the bytes each rank puts on the wire,
     and the local memory it touches (the message read and written once)."""
-    from reviewkit.suite.workloads import TensorSpec, WorkloadSpec, _wid
+    from reviewkit.suite.workloads import TensorSpec, WorkloadSpec, make_workload_id
 
     elements = _shard(message.elements_of(dtype), world_size)
     size = elements * DTYPE_BYTES[dtype]
     return WorkloadSpec(
-        id=_wid("collective", message.name, f"{_size_tag(size)}", dtype),
+        id=make_workload_id("collective", message.name, f"{_size_tag(size)}", dtype),
         layer_type="collective",
         kernel=message.op,
         source_model=message.source,
@@ -230,8 +230,8 @@ def tp_decoder_layer(model, batch: int, seq: int, tp: int, dtype: str):
         SOFTMAX_FLOPS_PER_ELEMENT,
         TensorSpec,
         WorkloadSpec,
-        _slug,
-        _wid,
+        id_slug,
+        make_workload_id,
     )
 
     d, f, h, e = model.hidden, model.ffn, model.heads, ELEMENT_BYTES[dtype]
@@ -247,7 +247,9 @@ def tp_decoder_layer(model, batch: int, seq: int, tp: int, dtype: str):
     x = TensorSpec((batch, seq, d), dtype)
     activation = x.nbytes
     return WorkloadSpec(
-        id=_wid("model", f"{_slug(model.name)}-tp-decoder-layer", f"tp{tp}-b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "model", f"{id_slug(model.name)}-tp-decoder-layer", f"tp{tp}-b{batch}s{seq}", dtype
+        ),
         layer_type="model",
         kernel=TP_DECODER_KERNEL,
         source_model=f"{model.name}, one decoder layer, tensor-parallel {tp}",
@@ -274,7 +276,7 @@ def distributed_specs(profile: str, dtypes, world_size: int, only: str | None = 
     for dtype in dtypes:
         out += [collective_spec(msg, dtype, world_size) for msg in messages(profile)]
         shapes = suite_profile(profile).shapes
-        gpt2 = suite._smoke(suite.GPT2_SMALL) if shapes.smoke else suite.GPT2_SMALL
+        gpt2 = suite.smoke_dims(suite.GPT2_SMALL) if shapes.smoke else suite.GPT2_SMALL
         batch, seq = shapes.model_shapes[0]
         tps = (world_size, 1) if world_size > 1 else (1,)
         out += [tp_decoder_layer(gpt2, batch, seq, tp, dtype) for tp in tps]

@@ -114,10 +114,10 @@ class WorkloadSpec:
         return d
 
     def definition_hash(self) -> str:
-        return _sha256_json(self.definition())[:16]
+        return sha256_json(self.definition())[:16]
 
 
-def _sha256_json(obj) -> str:
+def sha256_json(obj) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -150,7 +150,7 @@ SMOKE_HIDDEN = 64  # small enough that the whole smoke profile runs in seconds o
 SMOKE_HEADS = 4
 
 
-def _smoke(dims: ModelDims) -> ModelDims:
+def smoke_dims(dims: ModelDims) -> ModelDims:
     """A narrow copy for the smoke profile, keeping the FFN ratio; its name says it is scaled."""
     ffn = round(dims.ffn * SMOKE_HIDDEN / dims.hidden / 8) * 8
     return ModelDims(
@@ -165,7 +165,7 @@ def _smoke(dims: ModelDims) -> ModelDims:
 # --- one builder per kernel: shapes in, definition with FLOPs and bytes out --------------
 
 
-def _slug(text: str) -> str:
+def id_slug(text: str) -> str:
     return (
         text.lower()
         .replace(" (scaled to hidden ", "-s")
@@ -175,7 +175,7 @@ def _slug(text: str) -> str:
     )
 
 
-def _wid(layer_type: str, name: str, shape_tag: str, dtype: str) -> str:
+def make_workload_id(layer_type: str, name: str, shape_tag: str, dtype: str) -> str:
     return f"{layer_type}.{name}.{shape_tag}.{dtype}"
 
 
@@ -185,7 +185,7 @@ def linear(
     m = batch * seq
     x, w = TensorSpec((m, k), dtype), TensorSpec((n, k), dtype)
     return WorkloadSpec(
-        id=_wid("gemm", f"{_slug(model.name)}-{part}", f"b{batch}s{seq}", dtype),
+        id=make_workload_id("gemm", f"{id_slug(model.name)}-{part}", f"b{batch}s{seq}", dtype),
         layer_type="gemm",
         kernel="linear",
         source_model=model.name,
@@ -201,7 +201,9 @@ def bmm(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     b, d = batch * model.heads, model.head_dim
     q, kt = TensorSpec((b, seq, d), dtype), TensorSpec((b, d, seq), dtype)
     return WorkloadSpec(
-        id=_wid("gemm", f"{_slug(model.name)}-attn-scores-bmm", f"b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "gemm", f"{id_slug(model.name)}-attn-scores-bmm", f"b{batch}s{seq}", dtype
+        ),
         layer_type="gemm",
         kernel="bmm",
         source_model=model.name,
@@ -223,7 +225,9 @@ def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str) -> Wo
     qkv = TensorSpec((batch, h, seq, d), dtype)
     tag = "causal" if causal else "full"
     return WorkloadSpec(
-        id=_wid("attention", f"{_slug(model.name)}-sdpa-{tag}", f"b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "attention", f"{id_slug(model.name)}-sdpa-{tag}", f"b{batch}s{seq}", dtype
+        ),
         layer_type="attention",
         kernel="sdpa",
         source_model=model.name,
@@ -244,7 +248,7 @@ def conv2d(
     w = TensorSpec((channels, channels, kernel, kernel), dtype)
     out = batch * channels * size * size  # stride 1, "same" padding
     return WorkloadSpec(
-        id=_wid("conv", f"resnet-50-{stage}-conv{kernel}x{kernel}", f"n{batch}", dtype),
+        id=make_workload_id("conv", f"resnet-50-{stage}-conv{kernel}x{kernel}", f"n{batch}", dtype),
         layer_type="conv",
         kernel="conv2d",
         source_model="ResNet-50",
@@ -279,7 +283,9 @@ def _vector_op(
     out_numel = x.numel if out_numel is None else out_numel
     inputs = (x, *extra_inputs)
     return WorkloadSpec(
-        id=_wid(layer_type, f"{_slug(model.name)}-{name}", "x".join(map(str, shape)), dtype),
+        id=make_workload_id(
+            layer_type, f"{id_slug(model.name)}-{name}", "x".join(map(str, shape)), dtype
+        ),
         layer_type=layer_type,
         kernel=kernel,
         source_model=model.name,
@@ -382,7 +388,9 @@ def embedding(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpe
     table = TensorSpec((model.vocab, model.hidden), dtype)
     gathered = batch * seq * model.hidden * ELEMENT_BYTES[dtype]
     return WorkloadSpec(
-        id=_wid("embedding", f"{_slug(model.name)}-token-embedding", f"b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "embedding", f"{id_slug(model.name)}-token-embedding", f"b{batch}s{seq}", dtype
+        ),
         layer_type="embedding",
         kernel="embedding",
         source_model=model.name,
@@ -399,7 +407,7 @@ def mlp_block(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     x = TensorSpec((tokens, d), dtype)
     weights_bytes = (d * f + f + f * d + d) * e
     return WorkloadSpec(
-        id=_wid("block", f"{_slug(model.name)}-mlp-block", f"t{tokens}", dtype),
+        id=make_workload_id("block", f"{id_slug(model.name)}-mlp-block", f"t{tokens}", dtype),
         layer_type="block",
         kernel="mlp_block",
         source_model=model.name,
@@ -438,7 +446,9 @@ def encoder_layer(model: ModelDims, batch: int, seq: int, dtype: str) -> Workloa
     matmul, other, weights = _encoder_layer_counts(model, batch, seq, causal=False)
     x = TensorSpec((batch, seq, model.hidden), dtype)
     return WorkloadSpec(
-        id=_wid("block", f"{_slug(model.name)}-encoder-layer", f"b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "block", f"{id_slug(model.name)}-encoder-layer", f"b{batch}s{seq}", dtype
+        ),
         layer_type="block",
         kernel="encoder_layer",
         source_model=model.name,
@@ -472,7 +482,9 @@ def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str)
     weight_bytes = (layers * weights + 2 * d + d * model.vocab) * e
     gathered = 2 * m * d * e  # token rows + position rows
     return WorkloadSpec(
-        id=_wid("model", f"{_slug(model.name)}-decoder-{layers}l", f"b{batch}s{seq}", dtype),
+        id=make_workload_id(
+            "model", f"{id_slug(model.name)}-decoder-{layers}l", f"b{batch}s{seq}", dtype
+        ),
         layer_type="model",
         kernel="gpt_decoder",
         source_model=f"{model.name} ({layers} layers)",
@@ -499,7 +511,7 @@ def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str)
 
 def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
     p = suite_profile(profile).shapes
-    scale = _smoke if p.smoke else (lambda dims: dims)
+    scale = smoke_dims if p.smoke else (lambda dims: dims)
     bert, gpt2, llama2, llama3 = map(scale, (BERT_BASE, GPT2_SMALL, LLAMA2_7B, LLAMA3_8B))
     t = p.tokens
     # gemm: the FFN up-projection swept over shapes; other projections at one shape.
@@ -572,7 +584,7 @@ def suite_identity() -> SuiteIdentity:
         for profile in SUITE_PROFILE_NAMES
         for spec in workloads(profile, DTYPES)
     }
-    digest = _sha256_json({"name": SUITE_NAME, "version": SUITE_VERSION, "defs": definitions})
+    digest = sha256_json({"name": SUITE_NAME, "version": SUITE_VERSION, "defs": definitions})
     return SuiteIdentity(SUITE_NAME, SUITE_VERSION, digest[:16])
 
 

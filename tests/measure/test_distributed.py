@@ -341,7 +341,7 @@ def test_tensor_parallel_layer_flops_match_torchs_counter():
     torch.distributed.init_process_group("gloo", rank=0, world_size=1, store=store)
     try:
         info = rank_kernels.RankInfo(0, 1, 0, 1)
-        dims = suite._smoke(suite.GPT2_SMALL)
+        dims = suite.smoke_dims(suite.GPT2_SMALL)
         for tp in (1, 2, 4):
             spec = coll.tp_decoder_layer(dims, 1, 32, tp, "fp32")
             layer = rank_kernels.build(spec, torch.device("cpu"), info)
