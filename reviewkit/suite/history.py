@@ -22,6 +22,7 @@ from pathlib import Path
 from reviewkit.common.files import write_text_atomic
 from reviewkit.suite import collectives
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
 
 FOLDER = Path(__file__).with_name("recorded")
 COMMAND = "python -m reviewkit.suite.history"
@@ -37,9 +38,9 @@ def current_record() -> dict:
         "suite": suite.suite_identity().to_json(),
         "kernel_revision": suite.KERNEL_REVISION,
         "workloads": {
-            p: {s.id: s.definition_hash() for s in suite.workloads(p)} for p in suite.PROFILES
+            p: {s.id: s.definition_hash() for s in suite.workloads(p)} for p in SUITE_PROFILE_NAMES
         },
-        "distributed": {p: _distributed(p) for p in suite.PROFILES},
+        "distributed": {p: _distributed(p) for p in SUITE_PROFILE_NAMES},
     }
 
 
