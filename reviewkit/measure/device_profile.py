@@ -45,14 +45,14 @@ class Obtained:
 def new_profile(
     device: torch.device,
     dtypes: Sequence[str],
-    calibration: str,
+    suite_profile: str,
     on_step: Callable[[str], None] = lambda _: None,
 ) -> dict:
     """Calibrate this device now and return the profile document (not yet saved)."""
     fp = device_fingerprint(device) or {"hash": device.type, "label": device.type, "facts": {}}
     started = time.time()
     calibrated = calibrate(
-        device, dtypes, calibration, fp["facts"].get("caches_bytes") or {}, on_step
+        device, dtypes, suite_profile, fp["facts"].get("caches_bytes") or {}, on_step
     )
     return profiles.build(
         calibrated=calibrated,
@@ -60,7 +60,7 @@ def new_profile(
         torch_build={k: v for k, v in torch_build().items() if k != "config"},
         device=device.type,
         device_name=device_name(device),
-        calibration=calibration,
+        calibration=suite_profile,  # the profile's JSON key: the suite profile calibrated at
         created_unix_s=started,
         wall_s=time.time() - started,
     )
@@ -69,7 +69,7 @@ def new_profile(
 def new_profile_at(
     device: torch.device,
     dtypes: Sequence[str],
-    calibration: str,
+    suite_profile: str,
     threads: int | None,
     float32_matmul_precision: str,
     on_step: Callable[[str], None] = lambda _: None,
@@ -80,7 +80,7 @@ def new_profile_at(
     torch.set_num_threads(threads or default_threads())
     torch.set_float32_matmul_precision(float32_matmul_precision)
     try:
-        return new_profile(device, dtypes, calibration, on_step)
+        return new_profile(device, dtypes, suite_profile, on_step)
     finally:
         torch.set_num_threads(before[0])
         torch.set_float32_matmul_precision(before[1])
@@ -93,7 +93,7 @@ def _pinned_remedy(message: str) -> str:
 def obtain(
     device: torch.device,
     dtypes: Sequence[str],
-    calibration: str,
+    suite_profile: str,
     pinned: Path | None = None,
     recalibrate: bool = False,
     on_step: Callable[[str], None] = lambda _: None,
@@ -103,7 +103,7 @@ def obtain(
 
     `pinned` (--device-profile) must be this device's and this torch build's, taken at these
     settings, and cover every dtype, or it is refused. Otherwise the cache is read (the most
-    thorough calibration at least `calibration`, at these settings), unless `recalibrate`; a
+    thorough suite profile at least `suite_profile`, at these settings), unless `recalibrate`; a
     cached profile that is corrupt, stale or another device's, taken under other GPU
     conditions, or lacks a dtype, is measured again (for every dtype it had and every dtype
     asked for) and the cache rewritten. A combination of settings never calibrated on this
@@ -136,7 +136,7 @@ def obtain(
     renewed = ""
     keep: list[str] = []
     if not recalibrate:
-        for path in profiles.candidates(device.type, fp["hash"], calibration, settings):
+        for path in profiles.candidates(device.type, fp["hash"], suite_profile, settings):
             if not path.exists():
                 continue
             # Said without the path: it is the user's cache folder, and the reason travels in
@@ -161,10 +161,10 @@ def obtain(
     else:
         renewed = "--recalibrate"
     everything = sorted({*wanted, *keep}, key=suite.CEILING_DTYPES.index)
-    doc = new_profile(device, everything, calibration, on_step)
+    doc = new_profile(device, everything, suite_profile, on_step)
     try:
         path = profiles.save(
-            doc, profiles.cache_path(device.type, fp["hash"], calibration, doc["settings"])
+            doc, profiles.cache_path(device.type, fp["hash"], suite_profile, doc["settings"])
         )
     except profiles.ProfileError as exc:
         # A cache that cannot be written costs the next run a calibration, never this run.
