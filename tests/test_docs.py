@@ -127,3 +127,24 @@ def test_nothing_points_outside_the_repository():
         text = doc.read_text()
         assert "design.md" not in text, f"{doc.name} refers to design.md"
         assert "../shared" not in text, f"{doc.name} refers to ../shared"
+
+
+# Where ../shared may appear: the files that really read the shared traces (the trace tests,
+# the import benchmark) and the samples imported from them, which name their source.
+READS_SHARED_TRACES = ("tests/", "benchmarks/trace_import.py", "samples/")
+
+
+def test_no_code_rubric_or_template_points_outside_the_repository():
+    """The package, its rubrics, templates, scripts and CI name nothing a clone lacks."""
+    roots = ["reviewkit", "rubrics", "report_templates", "scripts", ".ci", "benchmarks"]
+    offenders = []
+    for root in roots:
+        for path in sorted((ROOT / root).rglob("*")):
+            rel = path.relative_to(ROOT).as_posix()
+            if not path.is_file() or path.suffix in (".pyc", ".json", ".gz") or \
+                    rel.startswith(READS_SHARED_TRACES):  # fmt: skip
+                continue
+            text = path.read_text(errors="replace")
+            if "../shared" in text or "design.md" in text:
+                offenders.append(rel)
+    assert offenders == []
