@@ -8,7 +8,6 @@ re-measuring them (two quick runs once read the same GEMM at 56% and 78% MFU).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from reviewkit.bundle import schema
 from reviewkit.common.cache import CACHE_ENV, cache_dir
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
+from reviewkit.common.hashing import content_hash
 from reviewkit.common.numbers import finite_number
 from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
 
@@ -89,13 +89,6 @@ def candidates(
     calibrated at `full` serves a `quick` run), never the other way round."""
     at_least = SUITE_PROFILE_NAMES[SUITE_PROFILE_NAMES.index(suite_profile) :]
     return [cache_path(device_kind, fingerprint_hash, c, settings) for c in reversed(at_least)]
-
-
-def content_hash(doc: dict) -> str:
-    """sha256 (16 hex digits) of the profile's canonical JSON, its own `hash` left out."""
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def build(

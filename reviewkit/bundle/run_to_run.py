@@ -12,7 +12,6 @@ runs recorded later pool into it and the estimate improves as they accumulate
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from reviewkit.bundle import schema
 from reviewkit.common.cache import CACHE_ENV, cache_dir
 from reviewkit.common.errors import InputError
 from reviewkit.common.files import write_text_atomic
+from reviewkit.common.hashing import content_hash
 from reviewkit.common.numbers import finite_number
 
 KIND = "reviewkit.run-to-run"
@@ -43,13 +43,6 @@ class RunToRunError(InputError):
 
 def cache_path(device_kind: str, fingerprint_hash: str) -> Path:
     return cache_dir() / "profiles" / f"{device_kind}-{fingerprint_hash}-run-to-run.json"
-
-
-def content_hash(doc: dict) -> str:
-    """sha256 (16 hex digits) of the file's canonical JSON, its own `hash` left out."""
-    body = {k: v for k, v in doc.items() if k != "hash"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def build(

@@ -20,6 +20,7 @@ from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_NOT_RUN, STATUS_OK
 from reviewkit.common.errors import ReviewkitError, UsageError
+from reviewkit.common.hashing import sha256_json
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure import runner
 from reviewkit.measure.device import (
@@ -217,7 +218,7 @@ def _identity(request: DistributedRequest, device: torch.device) -> dict:
 
 def _specs_hash(request: DistributedRequest, world: int) -> str:
     specs = plan(request.run, world)
-    return suite.sha256_json([s.definition() for s in specs])[:16]
+    return sha256_json([s.definition() for s in specs])[:16]
 
 
 def plan(request: runner.RunRequest, world_size: int) -> list[WorkloadSpec]:

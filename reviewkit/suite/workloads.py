@@ -20,12 +20,11 @@ Counting conventions (each is tested against torch's FlopCounterMode where it co
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from reviewkit.common.errors import UsageError
+from reviewkit.common.hashing import sha256_json
 from reviewkit.suite.profiles import SUITE_PROFILE_NAMES, suite_profile
 
 SUITE_NAME = "reviewkit-core"
@@ -116,11 +115,6 @@ class WorkloadSpec:
 
     def definition_hash(self) -> str:
         return sha256_json(self.definition())[:16]
-
-
-def sha256_json(obj) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --- model configurations the shapes come from -------------------------------------------

@@ -14,8 +14,9 @@ from reviewkit.review.checks.precision import (
     precision_lowered,
     sparsity_changed,
 )
-from reviewkit.review.checks.registry import (
-    CHECKS,
+from reviewkit.review.checks.registry import CHECKS, Check, CheckResult, Context, Evidence, check
+from reviewkit.review.checks.shapes import shape_family
+from reviewkit.review.status import (
     DISPROVED,
     FAIL,
     HOLDS,
@@ -24,13 +25,7 @@ from reviewkit.review.checks.registry import (
     PASS,
     STATUS_ORDER,
     WARN,
-    Check,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
 )
-from reviewkit.review.checks.shapes import shape_family
 
 __all__ = [
     "CHECKS",

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from reviewkit.analysis.bottleneck import LEVERS, UNCLASSIFIED, class_label
 from reviewkit.common.format import pct
-from reviewkit.review.checks.registry import (
-    FAIL,
-    MISSING,
-    PASS,
-    WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import CheckResult, Context, Evidence, check
+from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
 
 def layer_finding(label: str, layer_type: str, agg: dict, with_lever: bool = True) -> str:

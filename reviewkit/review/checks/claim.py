@@ -15,19 +15,9 @@ from reviewkit.analysis.knobs import (
     shown_value,
 )
 from reviewkit.common.format import pct
-from reviewkit.review.checks.registry import (
-    FAIL,
-    MISSING,
-    NUMBER,
-    PASS,
-    STATUS_ORDER,
-    WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import NUMBER, CheckResult, Context, Evidence, check
 from reviewkit.review.rubric import KNOB_LIST, KNOB_TABLE, Rubric
+from reviewkit.review.status import FAIL, MISSING, PASS, STATUS_ORDER, WARN
 
 
 @check(

@@ -6,7 +6,9 @@ import fnmatch
 import operator
 
 from reviewkit.analysis.compare import Comparison
-from reviewkit.review.checks.registry import (
+from reviewkit.review.checks.registry import CheckResult, Context, Evidence, check
+from reviewkit.review.reviewfile import Disproof
+from reviewkit.review.status import (
     CANNOT_RULE_OUT,
     DISPROVED,
     FAIL,
@@ -15,12 +17,7 @@ from reviewkit.review.checks.registry import (
     NOT_EVALUABLE,
     PASS,
     WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
 )
-from reviewkit.review.reviewfile import Disproof
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 

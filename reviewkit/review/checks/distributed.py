@@ -3,17 +3,8 @@
 from __future__ import annotations
 
 from reviewkit.common.format import pct
-from reviewkit.review.checks.registry import (
-    FAIL,
-    MISSING,
-    NUMBER,
-    PASS,
-    WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import NUMBER, CheckResult, Context, Evidence, check
+from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
 
 def _runs(ctx: Context) -> list[tuple[str, dict, object]]:

@@ -12,11 +12,7 @@ from reviewkit.evidence.drift import NOT_AVAILABLE as THROTTLING_NOT_AVAILABLE
 from reviewkit.evidence.sweep import SweptWorkload, best_under_sla
 from reviewkit.review.checks.registry import (
     BOOLEAN,
-    FAIL,
-    MISSING,
     NUMBER,
-    PASS,
-    WARN,
     CheckResult,
     Context,
     Evidence,
@@ -24,6 +20,7 @@ from reviewkit.review.checks.registry import (
     workload_evidence,
 )
 from reviewkit.review.cited import key_of_id
+from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
 
 def _candidate_ids(ctx: Context) -> set[str]:

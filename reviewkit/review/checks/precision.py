@@ -3,17 +3,8 @@
 from __future__ import annotations
 
 from reviewkit.common.format import MISSING
-from reviewkit.review.checks.registry import (
-    FAIL,
-    NUMBER,
-    PASS,
-    TABLE,
-    WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import NUMBER, TABLE, CheckResult, Context, Evidence, check
+from reviewkit.review.status import FAIL, PASS, WARN
 
 HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
 # Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the

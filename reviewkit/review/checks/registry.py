@@ -1,4 +1,4 @@
-"""The check registry, its context and result records, and the finding statuses."""
+"""The check registry, its context and its result records."""
 
 from __future__ import annotations
 
@@ -9,17 +9,6 @@ from pathlib import Path
 from reviewkit.analysis.compare import Comparison, WorkloadComparison
 from reviewkit.common.hashing import sha256_file
 from reviewkit.review.reviewfile import Review
-from reviewkit.review.status import (  # noqa: F401 (the checks' statuses, imported from here)
-    CANNOT_RULE_OUT,
-    DISPROVED,
-    FAIL,
-    HOLDS,
-    MISSING,
-    NOT_EVALUABLE,
-    PASS,
-    STATUS_ORDER,
-    WARN,
-)
 
 
 @dataclass(frozen=True)

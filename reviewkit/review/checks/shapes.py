@@ -5,16 +5,8 @@ from __future__ import annotations
 import re
 
 from reviewkit.analysis.compare import FASTER, SLOWER, Comparison, WorkloadComparison
-from reviewkit.review.checks.registry import (
-    FAIL,
-    INTEGER,
-    NUMBER,
-    PASS,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import INTEGER, NUMBER, CheckResult, Context, Evidence, check
+from reviewkit.review.status import FAIL, PASS
 
 _SHAPE_PART = re.compile(r"^b\d+s\d+$")
 

@@ -5,16 +5,8 @@ from __future__ import annotations
 from reviewkit.analysis.hardware import support_notes
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.common.format import pct
-from reviewkit.review.checks.registry import (
-    FAIL,
-    NUMBER,
-    PASS,
-    WARN,
-    CheckResult,
-    Context,
-    Evidence,
-    check,
-)
+from reviewkit.review.checks.registry import NUMBER, CheckResult, Context, Evidence, check
+from reviewkit.review.status import FAIL, PASS, WARN
 
 
 @check("stack-maturity", params={"slow_path_mfu": NUMBER})
