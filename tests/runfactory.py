@@ -303,3 +303,10 @@ def separate_run(rng, run_sd, effect=1.0, rounds=5, calls=20, round_sd=0.005, ca
     if record is not None:
         doc["run_to_run"] = record
     return doc
+
+
+def analysed(doc: dict, below_roof_share: float | None = None):
+    """A run document (as a test writes it) read into a record and analysed."""
+    from reviewkit.bundle.records import Run
+
+    return analyse_run(Run.from_json(doc), below_roof_share)

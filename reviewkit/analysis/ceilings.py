@@ -3,28 +3,35 @@ sustained, said where), and how two runs' ceilings relate (shared, moved, shifte
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from reviewkit.bundle.run import STATUS_OK
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
+    from reviewkit.bundle.records import Run, Workload
 
 # The workload flag of one whose median rate set its dtype's ceiling: calibration missed the
 # peak for those settings (a kernel the screen did not try, a clock it did not see).
 SET_THE_CEILING = "set-the-ceiling"
 
 
-def best_rates(workloads: Iterable[dict], p50_of) -> dict[str, tuple[float, str]]:
+def best_rates(
+    workloads: Iterable[Workload], p50_of: Callable[[Workload], float | None]
+) -> dict[str, tuple[float, str]]:
     """The best median FLOP rate per dtype, and the workload that sustained it. `p50_of(w)` is
     the workload's median time in seconds (None when it has none)."""
     best: dict[str, tuple[float, str]] = {}
     for w in workloads:
-        if w.get("status") != STATUS_OK or not w.get("flops") or w.get("wire_bytes"):
+        if w.status != STATUS_OK or not w.flops or w.wire_bytes:
             continue
         p50 = p50_of(w)
         if not p50 or p50 <= 0:
             continue
-        rate = w["flops"] / p50
-        if rate > best.get(w["dtype"], (0.0, ""))[0]:
-            best[w["dtype"]] = (rate, w["id"])
+        rate = w.flops / p50
+        if rate > best.get(w.dtype, (0.0, ""))[0]:
+            best[w.dtype] = (rate, w.id)
     return best
 
 
@@ -72,23 +79,23 @@ def setters(ceilings: dict) -> set[str]:
 CEILING_SETTINGS = ("threads", "float32_matmul_precision")
 
 
-def moved_settings(base_doc: dict, cand_doc: dict) -> list[str]:
+def moved_settings(base: Run, cand: Run) -> list[str]:
     """The ceiling-moving knobs whose values differ between the two runs."""
-    b, c = base_doc.get("knobs") or {}, cand_doc.get("knobs") or {}
+    b, c = base.knobs or {}, cand.knobs or {}
     return [k for k in CEILING_SETTINGS if b.get(k) != c.get(k)]
 
 
-def shared(base_doc: dict, cand_doc: dict) -> dict:
+def shared(base: AnalysedRun, cand: AnalysedRun) -> dict:
     """One denominator for two runs on one device at one setting: the baseline's ceilings,
     raised to the best rate either run's workloads sustained (so neither side's MFU passes
     100%)."""
     both = {}
-    for side, doc in (("baseline", base_doc), ("candidate", cand_doc)):
-        rates = best_rates(doc["workloads"], lambda w: (w.get("stats") or {}).get("p50_s"))
+    for side, run in (("baseline", base), ("candidate", cand)):
+        rates = best_rates(run.workloads, lambda w: w.p50_s)
         for dtype, (rate, wid) in rates.items():
             if rate > both.get(dtype, (0.0, ""))[0]:
                 both[dtype] = (rate, f"{side} {wid}")
-    return raised(base_doc.get("ceilings") or {}, both)
+    return raised(base.ceilings or {}, both)
 
 
 def denominator_text(same_device: bool, moved: list[str], profile_hash: str | None) -> str:
@@ -103,10 +110,10 @@ def denominator_text(same_device: bool, moved: list[str], profile_hash: str | No
     return "the baseline's ceilings for both runs (one device)"
 
 
-def shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
+def shifts(base: Run, cand: Run) -> dict[str, float]:
     """Relative change of each ceiling both runs measured (candidate / baseline - 1), by dtype
     for compute and `bandwidth` for memory."""
-    cb, cc = base_doc.get("ceilings") or {}, cand_doc.get("ceilings") or {}
+    cb, cc = base.ceilings or {}, cand.ceilings or {}
     out = {}
     for dtype, entry in (cb.get("compute") or {}).items():
         other = (cc.get("compute") or {}).get(dtype) or {}
@@ -123,8 +130,7 @@ def shifts(base_doc: dict, cand_doc: dict) -> dict[str, float]:
     return out
 
 
-def shared_profile(base_doc: dict, cand_doc: dict) -> str | None:
+def shared_profile(base: Run, cand: Run) -> str | None:
     """The device profile hash both runs divide by, when they share one."""
-    hashes = [((d.get("ceilings") or {}).get("profile") or {}).get("hash")
-              for d in (base_doc, cand_doc)]  # fmt: skip
+    hashes = [((r.ceilings or {}).get("profile") or {}).get("hash") for r in (base, cand)]
     return hashes[0] if hashes[0] and hashes[0] == hashes[1] else None

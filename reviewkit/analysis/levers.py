@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import replace
 
+from reviewkit.analysis.analysed import AnalysedWorkload, LayerAggregate
 from reviewkit.analysis.bottleneck import BELOW_ROOF_LEVER, COMPUTE_BOUND
+from reviewkit.bundle.records import Run, Workload
 
 # A causal kernel that skips the masked half does about (S+1)/2S of the full square's work: at
 # S = 128 and up, just over half. Taking at least this share of the full call's time means it
@@ -19,48 +23,49 @@ GEMM_TILE = {"cpu": 64, "cuda": 128}
 WAVE_FILL_SHORTFALL = 0.9
 
 
-def _sibling(doc: dict, w: dict) -> dict | None:
-    """The same attention at the same shape without the causal mask, measured in this run."""
-    full_id = w["id"].replace("-causal.", "-full.")
-    for other in doc["workloads"]:
-        if other["id"] == full_id and other.get("stats"):
-            return other
-    p = w.get("params") or {}
-    for other in doc["workloads"]:  # another model's pair at this shape and dtype
-        q = other.get("params") or {}
-        if (other.get("kernel") == "sdpa" and not q.get("causal") and other.get("stats")
-                and other["dtype"] == w["dtype"] and q.get("seq") == p.get("seq")
+def _sibling(
+    workloads: Sequence[AnalysedWorkload], w: AnalysedWorkload
+) -> tuple[AnalysedWorkload, AnalysedWorkload] | None:
+    """(the causal call, the full one): the same attention at the same shape without the
+    causal mask measured in this run, else another model's causal/full pair at this shape."""
+    by_id = {x.id: x for x in workloads}
+    full = by_id.get(w.id.replace("-causal.", "-full."))
+    if full is not None and full.stats:
+        return w, full
+    p = w.params or {}
+    for other in workloads:  # another model's pair at this shape and dtype
+        q = other.params or {}
+        if (other.kernel == "sdpa" and not q.get("causal") and other.stats
+                and other.dtype == w.dtype and q.get("seq") == p.get("seq")
                 and q.get("batch") == p.get("batch")):  # fmt: skip
-            causal_id = other["id"].replace("-full.", "-causal.")
-            twin = next((x for x in doc["workloads"] if x["id"] == causal_id), None)
-            if twin and twin.get("stats"):
-                return {**other, "causal_twin": twin}
+            twin = by_id.get(other.id.replace("-full.", "-causal."))
+            if twin is not None and twin.stats:
+                return twin, other
     return None
 
 
-def causal_evidence(doc: dict, w: dict) -> str:
-    full = _sibling(doc, w)
-    if full is None:
+def causal_evidence(workloads: Sequence[AnalysedWorkload], w: AnalysedWorkload) -> str:
+    pair = _sibling(workloads, w)
+    if pair is None:
         return ""
-    causal = full.get("causal_twin") or w
-    ratio = causal["stats"]["p50_s"] / full["stats"]["p50_s"]
+    causal, full = pair
+    ratio = causal.stats.p50_s / full.stats.p50_s
     if ratio < CAUSAL_OVER_FULL_MASKED_WORK:
         return ""
-    where = "" if causal is w else f" (measured on {causal['id']})"
+    where = "" if causal is w else f" (measured on {causal.id})"
     return (
         f"the causal call takes {ratio:.2f}x the full one's time at this shape{where}, where "
         "a kernel that skips the masked half takes about 0.5x: it computes the masked half"
     )
 
 
-def gemm_evidence(doc: dict, w: dict) -> str:
-    p = w.get("params") or {}
+def gemm_evidence(run: Run, w: Workload) -> str:
+    p = w.params or {}
     m, n = p.get("m"), p.get("n")
     if not (m and n):
         return ""
-    env, knobs = doc.get("environment") or {}, doc.get("knobs") or {}
-    on_gpu = env.get("device_type") == "cuda"
-    cores = env.get("device_multiprocessors") if on_gpu else knobs.get("threads")
+    on_gpu = run.device_type == "cuda"
+    cores = run.environment.get("device_multiprocessors") if on_gpu else run.knobs.get("threads")
     if not cores:
         return ""
     tile = GEMM_TILE["cuda" if on_gpu else "cpu"]
@@ -81,36 +86,46 @@ def gemm_evidence(doc: dict, w: dict) -> str:
     return ""
 
 
-def annotate(doc: dict) -> None:
-    """Add the evidence to each compute-bound below-roof workload's lever, in place."""
-    for w in doc["workloads"]:
-        d = w.get("decomposition")
-        if not d or not d.get("below_roof") or w.get("bottleneck") != COMPUTE_BOUND:
-            continue
+def annotate(
+    workloads: tuple[AnalysedWorkload, ...], run: Run
+) -> tuple[AnalysedWorkload, ...]:
+    """Each compute-bound below-roof workload with the evidence added to its lever."""
+    out = []
+    for w in workloads:
+        d = w.decomposition
         evidence = ""
-        if w.get("kernel") == "sdpa" and (w.get("params") or {}).get("causal"):
-            evidence = causal_evidence(doc, w)
-        elif w.get("kernel") == "linear":
-            evidence = gemm_evidence(doc, w)
-        if evidence:
-            w["lever"] = f"{BELOW_ROOF_LEVER}: {evidence}"
+        if d is not None and d.below_roof and w.bottleneck == COMPUTE_BOUND:
+            if w.kernel == "sdpa" and (w.params or {}).get("causal"):
+                evidence = causal_evidence(workloads, w)
+            elif w.kernel == "linear":
+                evidence = gemm_evidence(run, w)
+        out.append(replace(w, lever=f"{BELOW_ROOF_LEVER}: {evidence}") if evidence else w)
+    return tuple(out)
 
 
-def annotate_layers(doc: dict) -> None:
+def annotate_layers(
+    workloads: Sequence[AnalysedWorkload],
+    layer_types: dict[str, LayerAggregate],
+    layer_types_by_dtype: dict[str, dict[str, LayerAggregate]],
+) -> tuple[dict[str, LayerAggregate], dict[str, dict[str, LayerAggregate]]]:
     """A below-roof layer type's lever names the evidence of its slowest workload that has some
-    (the causal attention, the skinny GEMM), in place."""
-    tables = [(None, doc.get("layer_types") or {})]
-    tables += [(dtype, t) for dtype, t in (doc.get("layer_types_by_dtype") or {}).items()]
-    for dtype, table in tables:
+    (the causal attention, the skinny GEMM)."""
+
+    def annotated(table: dict[str, LayerAggregate], dtype: str | None) -> dict:
+        out = {}
         for layer_type, agg in table.items():
-            if not agg.get("below_roof") or agg.get("bottleneck") != COMPUTE_BOUND:
-                continue
             with_evidence = [
-                w for w in doc["workloads"]
-                if w["layer_type"] == layer_type and w.get("stats")
-                and (dtype is None or w["dtype"] == dtype)
-                and (w.get("lever") or "").startswith(f"{BELOW_ROOF_LEVER}: ")
+                w for w in workloads
+                if w.layer_type == layer_type and w.stats
+                and (dtype is None or w.dtype == dtype)
+                and (w.lever or "").startswith(f"{BELOW_ROOF_LEVER}: ")
             ]  # fmt: skip
-            if with_evidence:
-                w = max(with_evidence, key=lambda x: x["stats"]["p50_s"])
-                agg["lever"] = f"{w['lever']} ({w['id']}, the slowest with such evidence)"
+            if agg.below_roof and agg.bottleneck == COMPUTE_BOUND and with_evidence:
+                w = max(with_evidence, key=lambda x: x.stats.p50_s)
+                agg = replace(agg, lever=f"{w.lever} ({w.id}, the slowest with such evidence)")
+            out[layer_type] = agg
+        return out
+
+    return annotated(layer_types, None), {
+        dtype: annotated(table, dtype) for dtype, table in layer_types_by_dtype.items()
+    }

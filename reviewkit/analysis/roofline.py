@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from reviewkit.analysis import levers
+from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload, LayerAggregate
 from reviewkit.analysis.bottleneck import (
     BOTTLENECKS,
     COMMUNICATION_BOUND,
@@ -27,9 +29,10 @@ from reviewkit.analysis.ceilings import SET_THE_CEILING, best_rates
 from reviewkit.analysis.ceilings import raised as raised_ceilings
 from reviewkit.analysis.ceilings import setters as ceiling_setters
 from reviewkit.analysis.stats import TAIL_RISK_P99_OVER_P50
+from reviewkit.bundle.records import Run, Workload
 from reviewkit.bundle.run import STATUS_OK
 
-__all__ = ["BOTTLENECKS", "COMMUNICATION_BOUND", "COMPUTE_BOUND", "MEMORY_BOUND",
+__all__ = ["LayerAggregate", "BOTTLENECKS", "COMMUNICATION_BOUND", "COMPUTE_BOUND", "MEMORY_BOUND",
            "OVERHEAD_BOUND", "UNCLASSIFIED"]  # fmt: skip
 
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
@@ -162,33 +165,6 @@ def flags(r: Roofline, tail_ratio: float, noisy: bool = False) -> list[str]:
     if noisy:
         out.append(NOISY)
     return out
-
-
-@dataclass(frozen=True)
-class LayerAggregate:
-    """Time-weighted aggregate of one layer type: every fraction is sum(fraction_i x t_i) / sum t;
-    MFU = sum t_c / sum t."""
-
-    workloads: int
-    time_s: float
-    mfu: float
-    memory_stall_fraction: float
-    overhead_fraction: float | None  # None when a workload's overhead was not measured
-    compute_fraction: float
-    time_share: float
-    bottleneck: str
-    # Workloads whose time beat the roofline: an MFU above 100% here comes from them.
-    faster_than_roofline: int = 0
-    communication_fraction: float = 0.0
-    inefficiency_fraction: float | None = None
-    unattributed_fraction: float = 0.0
-    roof_share: float | None = None  # sum t_roof / sum t_k (sum t when overhead is unknown)
-    below_roof: bool = False
-    overhead_fraction_low: float | None = None
-    lever: str = ""
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def _summed_terms(ds: list[Decomposition]) -> tuple[float, float, float]:
@@ -330,28 +306,29 @@ def workload_energy(
     }
 
 
-def _refresh_energy(w: dict) -> None:
-    """Re-derive a recorded energy reading's numbers from its raw fields (joules, window)."""
-    e = w.get("energy")
-    if not (isinstance(e, dict) and e.get("available")):
-        return
-    w["energy"] = workload_energy(
-        e["joules_by_domain"], e["total_of"], e["window_s"], len(w["samples_s"]), w["flops"],
+def refreshed_energy(w: Workload) -> Mapping[str, Any] | None:
+    """A recorded energy reading with its numbers re-derived from its raw fields (joules,
+    window); a reading that is not available as it was."""
+    e = w.energy
+    if not (isinstance(e, Mapping) and e.get("available")):
+        return e
+    return workload_energy(
+        e["joules_by_domain"], e["total_of"], e["window_s"], len(w.samples_s), w.flops,
         e["method"], e["counter_update_s"],
     )  # fmt: skip
 
 
-def energy_reason(w: dict) -> str:
+def energy_reason(w: Workload) -> str:
     """Why a workload has no energy reading ("" when it has one)."""
-    e = w.get("energy")
-    if not isinstance(e, dict):
+    e = w.energy
+    if not isinstance(e, Mapping):
         return NO_ENERGY_RECORDED
     if e.get("available"):
         return ""
     return e.get("reason") or NO_ENERGY_RECORDED
 
 
-def energy_aggregate(workloads: list[dict]) -> dict:
+def energy_aggregate(workloads: Sequence[Workload]) -> dict:
     """Perf per watt over measured workloads, only when every one of them has energy.
 
     flops_per_joule = sum(F_i x calls_i) / sum(J_i); avg_watts = sum(J_i) / sum(window_i),
@@ -365,13 +342,13 @@ def energy_aggregate(workloads: list[dict]) -> dict:
         first = missing[0]
         return energy_absent(
             f"{len(missing)} of {len(workloads)} measured workload(s) have no energy reading "
-            f"({first['id']}: {energy_reason(first)})"
+            f"({first.id}: {energy_reason(first)})"
         )
-    energies = [w["energy"] for w in workloads]
+    energies = [w.energy for w in workloads]
     joules = sum(e["joules"] for e in energies)
     window_s = sum(e["window_s"] for e in energies)
-    work = sum(w["flops"] * e["calls"] for w, e in zip(workloads, energies, strict=True))
-    low = [w["id"] for w, e in zip(workloads, energies, strict=True) if e["confidence"] != "high"]
+    work = sum(w.flops * e["calls"] for w, e in zip(workloads, energies, strict=True))
+    low = [w.id for w, e in zip(workloads, energies, strict=True) if e["confidence"] != "high"]
     return {
         "available": True,
         "workloads": len(workloads),
@@ -392,11 +369,9 @@ def energy_aggregate(workloads: list[dict]) -> dict:
     }
 
 
-def measured(doc: dict) -> list[dict]:
+def measured(run: AnalysedRun) -> tuple[AnalysedWorkload, ...]:
     """The workloads that were measured normally (status ok, with samples)."""
-    return [
-        w for w in doc.get("workloads", []) if w.get("status") == STATUS_OK and w.get("samples_s")
-    ]
+    return run.measured_workloads
 
 
 # --- a whole run: statistics and roofline for every measured workload ------------------------
@@ -434,47 +409,42 @@ def _peaks(
     return compute, bandwidth, level
 
 
-def per_op_terms(w: dict, ceilings_doc: dict) -> PerOpRoof | None:
+def per_op_terms(w: Workload, ceilings_doc: Mapping[str, Any]) -> PerOpRoof | None:
     """The per-op roof of a workload whose dispatched ops were recorded (`op_profile`): each op
     against the compute peak of its dtype and the bandwidth of the level its bytes fit in."""
-    ops = (w.get("op_profile") or {}).get("ops")
-    if not ops or w.get("layer_type") not in COMPOSITE_LAYER_TYPES:
+    ops = (w.op_profile or {}).get("ops")
+    if not ops or w.layer_type not in COMPOSITE_LAYER_TYPES:
         return None
     # A fused op (the encoder layer's fast path) is one op to the dispatch mode, with no FLOPs
     # the registry knows: its per-op roof would miss the work inside it. Then the fused roof.
-    if sum(op["flops"] * op["calls"] for op in ops) < PER_OP_MIN_FLOP_SHARE * w["flops"]:
+    if sum(op["flops"] * op["calls"] for op in ops) < PER_OP_MIN_FLOP_SHARE * w.flops:
         return None
     terms = []
     for op in ops:
-        peak, bw, _ = _peaks(ceilings_doc, op.get("dtype") or w["dtype"], op["bytes"])
-        peak = peak or _peaks(ceilings_doc, w["dtype"], op["bytes"])[0]
+        peak, bw, _ = _peaks(ceilings_doc, op.get("dtype") or w.dtype, op["bytes"])
+        peak = peak or _peaks(ceilings_doc, w.dtype, op["bytes"])[0]
         if not peak or not bw:
             return None
         terms.append((op["flops"] / peak, op["bytes"] / bw, op["calls"]))
     return per_op_roof(terms)
 
 
-def communication_time(w: dict, link_bytes_per_s: float | None, latency_s: dict) -> float:
+def communication_time(
+    w: Workload, link_bytes_per_s: float | None, latency_s: Mapping[str, Any]
+) -> float:
     """t_comm = alpha + wire bytes / beta: alpha the collective's smallest-message latency."""
-    if not w.get("wire_bytes") or not link_bytes_per_s:
+    if not w.wire_bytes or not link_bytes_per_s:
         return 0.0
-    params = w.get("params") or {}
+    params = w.params or {}
     if params.get("all_reduces"):  # a tensor-parallel layer: one alpha per all-reduce it makes
         alpha = params["all_reduces"] * (latency_s.get("all_reduce") or 0.0)
     else:
-        alpha = latency_s.get(params.get("op") or w.get("kernel"), 0.0) or 0.0
-    return alpha + w["wire_bytes"] / link_bytes_per_s
+        alpha = latency_s.get(params.get("op") or w.kernel, 0.0) or 0.0
+    return alpha + w.wire_bytes / link_bytes_per_s
 
 
-ANALYSED_KEYS = (
-    "stats", "mfu", "bandwidth_util", "achieved_flops_per_s", "arithmetic_intensity",
-    "compute_time_s", "memory_time_s", "fractions", "bottleneck", "memory_level", "decomposition",
-    "overhead_method", "lever", "fusion_headroom_fraction",
-)  # fmt: skip
-
-
-def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
-    """Fill stats, roofline metrics and layer aggregates from raw samples, in place; return doc.
+def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
+    """Statistics, roofline metrics and layer aggregates from a run's raw samples.
 
     Statistics are always recomputed from the stored samples, so a bundle's numbers can be
     checked (and re-derived after a fix to this module) without re-measuring. `below_roof_share`
@@ -484,43 +454,49 @@ def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
     from reviewkit.analysis import overhead as overhead_mod
     from reviewkit.analysis.stats import summarise
 
+    if not isinstance(run, Run):  # TRANSITION: a run document not yet read into a record
+        run = Run.from_json(run)
     threshold = default_below_roof_share() if below_roof_share is None else below_roof_share
-    summaries = {}
-    for w in doc["workloads"]:
-        for key in ANALYSED_KEYS:
-            w[key] = None
-        w["flags"] = []
-        if w["status"] == STATUS_OK and w["samples_s"]:
-            summaries[w["id"]] = summarise(w["samples_s"], w.get("round_sizes"))
+    summaries = {
+        w.id: summarise(w.samples_s, w.round_sizes)
+        for w in run.workloads
+        if w.status == STATUS_OK and w.samples_s
+    }
     # a workload faster than its dtype's calibrated peak raises that peak (said where), so no
     # MFU above 100% reaches a table, a chart or --json
     p50 = {wid: st.p50_s for wid, st in summaries.items()}
-    rates = best_rates(doc["workloads"], lambda w: p50.get(w["id"]))
-    doc["ceilings"] = raised_ceilings(doc.get("ceilings") or {}, rates)
-    ceilings_doc = doc["ceilings"]
+    rates = best_rates(run.workloads, lambda w: p50.get(w.id))
+    ceilings_doc = raised_ceilings(run.ceilings or {}, rates)
     set_it = ceiling_setters(ceilings_doc)
-    link = distributed.link_peak(doc)
+    link = distributed.link_peak(ceilings_doc)
     latency = ((ceilings_doc.get("interconnect") or {}).get("latency_s")) or {}
+    multi_rank = bool(run.distributed)
     by_dtype: dict[str, list[tuple[str, Roofline]]] = {}
     everything: list[tuple[str, Roofline]] = []
-    for w in doc["workloads"]:
-        if w["id"] not in summaries:
+    analysed: list[AnalysedWorkload] = []
+    for w in run.workloads:
+        base = {f.name: getattr(w, f.name) for f in fields(Workload)}
+        base["multi_rank"] = multi_rank
+        st = summaries.get(w.id)
+        if st is None:
+            analysed.append(AnalysedWorkload(**base))
             continue
-        st = summaries[w["id"]]
-        w["stats"] = st.to_json()
-        peak, bw, level = _peaks(ceilings_doc, w["dtype"], w["bytes"])
+        base["energy"] = refreshed_energy(w)
+        peak, bw, level = _peaks(ceilings_doc, w.dtype, w.bytes)
         if not peak or not bw:
-            w["flags"] = ["no-ceiling"]
+            analysed.append(AnalysedWorkload(**base, stats=st, flags=("no-ceiling",)))
             continue
         o = overhead_mod.read(w, st)
         r = roofline(
-            w["flops"], w["bytes"], st.p50_s, peak, bw,
+            w.flops, w.bytes, st.p50_s, peak, bw,
             communication_time(w, link, latency), o.overhead_s,
             below_roof_share=threshold, time_high_s=st.median_ci_high_s,
             overhead_low_s=o.overhead_low_s, per_op=per_op_terms(w, ceilings_doc),
         )  # fmt: skip
         d = r.decomposition
-        w.update(
+        analysed.append(AnalysedWorkload(
+            **base,
+            stats=st,
             memory_level=level,
             mfu=r.mfu,
             bandwidth_util=r.bandwidth_util,
@@ -528,39 +504,47 @@ def analyse_run(doc: dict, below_roof_share: float | None = None) -> dict:
             arithmetic_intensity=r.arithmetic_intensity,
             compute_time_s=r.compute_time_s,
             memory_time_s=r.memory_time_s,
-            fractions=d.fractions(),
-            decomposition=d.to_json(),
+            decomposition=d,
             overhead_method=o.method,
             bottleneck=r.bottleneck,
             lever=lever(d),
             fusion_headroom_fraction=r.fusion_headroom_fraction,
-            flags=flags(r, st.tail_ratio, st.noisy)
-            + ([SET_THE_CEILING] if w["id"] in set_it else []),
-        )
-        by_dtype.setdefault(w["dtype"], []).append((w["layer_type"], r))
-        everything.append((w["layer_type"], r))
-    doc["layer_types"] = {k: v.to_json() for k, v in aggregate(everything, threshold).items()}
-    doc["layer_types_by_dtype"] = {
-        dtype: {k: v.to_json() for k, v in aggregate(rows, threshold).items()}
-        for dtype, rows in by_dtype.items()
-    }
-    levers.annotate(doc)
-    levers.annotate_layers(doc)
-    for w in measured(doc):
-        _refresh_energy(w)
-    doc["layer_energy"] = _energy_by_layer(measured(doc))
-    by_dtype_rows: dict[str, list[dict]] = {}
-    for w in measured(doc):
-        by_dtype_rows.setdefault(w["dtype"], []).append(w)
-    doc["layer_energy_by_dtype"] = {
-        dtype: _energy_by_layer(rows) for dtype, rows in by_dtype_rows.items()
-    }
-    distributed.analyse(doc)
-    return doc
+            flags=tuple(flags(r, st.tail_ratio, st.noisy)
+                        + ([SET_THE_CEILING] if w.id in set_it else [])),
+        ))  # fmt: skip
+        by_dtype.setdefault(w.dtype, []).append((w.layer_type, r))
+        everything.append((w.layer_type, r))
+    workloads = levers.annotate(tuple(analysed), run)
+    if multi_rank:
+        workloads = distributed.with_rank_analysis(workloads, run.world_size, link)
+    measured_ws = [w for w in workloads if w.measured]
+    by_dtype_rows: dict[str, list[AnalysedWorkload]] = {}
+    for w in measured_ws:
+        by_dtype_rows.setdefault(w.dtype, []).append(w)
+    layer_types = aggregate(everything, threshold)
+    layer_types_by_dtype = {dtype: aggregate(rows, threshold) for dtype, rows in by_dtype.items()}
+    layer_types, layer_types_by_dtype = levers.annotate_layers(
+        workloads, layer_types, layer_types_by_dtype
+    )
+    values = {f.name: getattr(run, f.name) for f in fields(Run)}
+    values.update(
+        ceilings=ceilings_doc,
+        workloads=workloads,
+        layer_types=layer_types,
+        layer_types_by_dtype=layer_types_by_dtype,
+        layer_energy=_energy_by_layer(measured_ws),
+        layer_energy_by_dtype={
+            dtype: _energy_by_layer(rows) for dtype, rows in by_dtype_rows.items()
+        },
+    )
+    if multi_rank:
+        values["stragglers"] = distributed.straggler_report(workloads, run)
+        values["scaling"] = distributed.scaling_efficiency(workloads)
+    return AnalysedRun(**values)
 
 
-def _energy_by_layer(workloads: list[dict]) -> dict[str, dict]:
-    groups: dict[str, list[dict]] = {}
+def _energy_by_layer(workloads: Sequence[AnalysedWorkload]) -> dict[str, dict]:
+    groups: dict[str, list[AnalysedWorkload]] = {}
     for w in workloads:
-        groups.setdefault(w["layer_type"], []).append(w)
+        groups.setdefault(w.layer_type, []).append(w)
     return {layer_type: energy_aggregate(ws) for layer_type, ws in groups.items()}

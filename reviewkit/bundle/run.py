@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from reviewkit.bundle import schema
+from reviewkit.bundle.records import Run
 from reviewkit.common.errors import BundleError
 from reviewkit.common.files import write_text_atomic
 from reviewkit.common.numbers import finite_number
@@ -44,14 +45,9 @@ STATUS_ERROR = "error"
 STATUS_NOT_RUN = "not-run"
 
 
-def device_name(doc: dict) -> str:
+def device_name(run: Run) -> str:
     """The run's device as recorded: the GPU's name, the CPU's model, else the device knob."""
-    knobs, env = doc.get("knobs") or {}, doc.get("environment") or {}
-    for value in (knobs.get("device_name"), env.get("device_name"), env.get("cpu_model"),
-                  knobs.get("device")):  # fmt: skip
-        if isinstance(value, str) and value.strip():
-            return " ".join(value.split())
-    return "unknown device"
+    return run.device_label
 
 
 def write_json_atomic(path: Path, document: dict) -> None:
@@ -60,7 +56,9 @@ def write_json_atomic(path: Path, document: dict) -> None:
     write_text_atomic(path, text, mode=0o644)
 
 
-def write_run(out_dir: Path, doc: dict) -> Path:
+def write_run(out_dir: Path, run: Run | dict) -> Path:
+    """The run (a record, or the runner's document) as out_dir/run.json, atomically."""
+    doc = run.to_json() if isinstance(run, Run) else run
     doc = {**doc, "schema_version": SCHEMA_VERSION, "kind": KIND}
     path = Path(out_dir) / RUN_FILE
     write_json_atomic(path, _finite(doc))
@@ -78,7 +76,7 @@ def _finite(obj):
     return obj
 
 
-def load_run(path: Path | str) -> dict:
+def load_run(path: Path | str) -> Run:
     """Read a run bundle (its folder or its run.json); refuse foreign or other-version files."""
     path = Path(path)
     file = path / RUN_FILE if path.is_dir() else path
@@ -115,7 +113,7 @@ def load_run(path: Path | str) -> dict:
         doc = MIGRATIONS[doc["schema_version"]](doc)
     schema.check_once(doc, text, file)
     check_values(doc, file)
-    return doc
+    return Run.from_json(doc)
 
 
 # --- values the analysis computes with, checked on load and named when wrong (issue 18) ------

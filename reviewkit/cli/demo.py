@@ -147,6 +147,7 @@ def run_demo(
     `examples` is a decisions log (one folder per decision) published beside the new decision.
     """
     from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.records import Run
     from reviewkit.bundle.run import write_run
     from reviewkit.measure import ab
     from reviewkit.render.packet import write_packet
@@ -174,8 +175,8 @@ def run_demo(
             f"reviewkit ab --baseline dtype=fp32 --candidate dtype=bf16 --profile {profile} "
             f"--device {device}"
         )
-        runs[dtype] = analyse_run(doc)
-        write_run(decision / "runs" / label, doc)
+        runs[dtype] = analyse_run(Run.from_json(doc))
+        write_run(decision / "runs" / label, runs[dtype])
     ab.write_pairing(
         decision / "runs", pairing, "baseline-fp32/run.json", "candidate-bf16/run.json"
     )

@@ -102,15 +102,16 @@ def run(
 def _analyse_write_print(doc: dict, out_dir: Path, as_json: bool) -> Path:
     """A measured run document as `run` ends: analysed, written, printed; its path."""
     from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.records import Run
     from reviewkit.bundle.run import write_run
     from reviewkit.cli.console import print_run, stdout_console, summary
 
-    analyse_run(doc)
-    path = write_run(out_dir, doc)
+    run = analyse_run(Run.from_json(doc))
+    path = write_run(out_dir, run)
     if as_json:
-        emit_json(summary(doc, str(path)))
+        emit_json(summary(run, str(path)))
     else:
-        print_run(doc, stdout_console(), str(path))
+        print_run(run, stdout_console(), str(path))
     return path
 
 
@@ -198,6 +199,7 @@ def ab(
     """Interleaved A/B: both mappings measured turn about in one process, two bundles."""
     from reviewkit.analysis.compare import compare
     from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.records import Run
     from reviewkit.bundle.run import write_run
     from reviewkit.cli.console import print_comparison, stdout_console
     from reviewkit.measure import ab as ab_mod
@@ -224,13 +226,13 @@ def ab(
     with progress_bar() as on_progress:
         base_doc, cand_doc, pairing = ab_mod.ab(request, on_progress)
     command = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
-    paths = {}
+    paths, runs = {}, {}
     for side, doc in ((ab_mod.BASELINE, base_doc), (ab_mod.CANDIDATE, cand_doc)):
         doc["command"] = command
-        analyse_run(doc)
-        paths[side] = write_run(out / side, doc)
+        runs[side] = analyse_run(Run.from_json(doc))
+        paths[side] = write_run(out / side, runs[side])
     pairing_path = ab_mod.write_pairing(out, pairing)
-    comparison = compare(base_doc, cand_doc, str(paths["baseline"].parent),
+    comparison = compare(runs[ab_mod.BASELINE], runs[ab_mod.CANDIDATE], str(paths["baseline"].parent),
                          str(paths["candidate"].parent),
                          margins=margins_of(load_rubric(None, CHECKS)))  # fmt: skip
     if as_json:

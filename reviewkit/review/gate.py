@@ -9,6 +9,7 @@ from reviewkit.analysis.compare import STATISTICAL_ONLY, Comparison, Margins, co
 from reviewkit.analysis.knobs import KnobPolicy
 from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle import profile as profiles
+from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_OK, load_run
 from reviewkit.common.errors import InputError
 from reviewkit.common.hashing import sha256_file
@@ -201,19 +202,20 @@ def load_analysed(
     if digest in _analysed:
         return digest, _analysed[digest]
     try:
-        doc = load_run(path)
+        run = load_run(path)
     except InputError as exc:
         raise InputError(f"{review_file}: key {key!r}: {exc}") from exc
     if device_profile is not None:
-        doc = _on_profile(doc, path, review_file, key, *device_profile)
-    return digest, _remember(_analysed, digest, analyse_run(doc, below_roof_share))
+        run = _on_profile(run, path, review_file, key, *device_profile)
+    return digest, _remember(_analysed, digest, analyse_run(run, below_roof_share))
 
 
-def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path, profile: dict):
-    theirs = ((doc.get("environment") or {}).get("fingerprint") or {}).get("hash")
+def _on_profile(run: Run, path: Path, review_file: Path, key: str, where: Path, profile: dict):
+    fingerprint = run.environment.get("fingerprint") or {}
+    theirs = fingerprint.get("hash")
     ours = profile["fingerprint"].get("hash")
     if theirs != ours:
-        measured_on = (doc.get("environment") or {}).get("fingerprint", {}).get("label") or (
+        measured_on = fingerprint.get("label") or (
             "a device with no recorded fingerprint"
         )
         raise InputError(
@@ -222,7 +224,7 @@ def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path,
             "a profile's ceilings are one device's. Drop runs.device_profile, or cite runs "
             "from the profile's device"
         )
-    knobs = doc.get("knobs") or {}
+    knobs = run.knobs or {}
     kept = profiles.keyed_settings(str(profile.get("device")), profile.get("settings") or {})
     ran = {k: knobs.get(k) for k in kept if knobs.get(k) is not None}
     if any(kept[k] != v for k, v in ran.items()):
@@ -234,7 +236,7 @@ def _on_profile(doc: dict, path: Path, review_file: Path, key: str, where: Path,
             "settings (`reviewkit calibrate --threads N --float32-matmul-precision P --out ...`)"
         )
     ceilings = profiles.ceilings_of(profile, "review", where)
-    return {**doc, "ceilings": ceilings}
+    return run.with_values(ceilings=ceilings)
 
 
 def _compare(

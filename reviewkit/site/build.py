@@ -211,11 +211,9 @@ def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
                 if digest in seen:
                     continue
                 seen.add(digest)
-                doc = load_run(run_file)
+                doc = analyse_run(load_run(run_file))
             except (ReviewkitError, OSError):
                 continue  # a broken decision is reported by its own build; trends skip it
-            if not doc.get("layer_types_by_dtype"):
-                analyse_run(doc)
             when = dt.datetime.fromtimestamp(doc.get("created_unix_s", 0), dt.timezone.utc)
             # A series is one device by its fingerprint, under its label (a Zen 3 and a Zen 5
             # both named "AMD EPYC" are two series); runs recorded before fingerprints by name.
