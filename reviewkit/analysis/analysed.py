@@ -51,9 +51,12 @@ class Skew:
     slowest_rank: int
 
     def to_json(self) -> dict:
-        return {"rank_median_s": list(self.rank_median_s),
-                "rank_over_others": list(self.rank_over_others),
-                "max_over_median": self.max_over_median, "slowest_rank": self.slowest_rank}  # fmt: skip
+        return {
+            "rank_median_s": list(self.rank_median_s),
+            "rank_over_others": list(self.rank_over_others),
+            "max_over_median": self.max_over_median,
+            "slowest_rank": self.slowest_rank,
+        }
 
 
 @dataclass(frozen=True)

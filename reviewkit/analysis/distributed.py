@@ -146,8 +146,11 @@ def with_rank_analysis(
         replace(
             w,
             skew=rank_skew(w.rank_samples_s) if w.rank_samples_s else None,
-            collective=(collective_bandwidth(w, world, link_bytes_per_s)
-                        if w.layer_type == "collective" and w.stats else None),  # fmt: skip
+            collective=(
+                collective_bandwidth(w, world, link_bytes_per_s)
+                if w.layer_type == "collective" and w.stats
+                else None
+            ),
         )
         for w in workloads
     )

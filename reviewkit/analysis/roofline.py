@@ -32,8 +32,8 @@ from reviewkit.analysis.stats import TAIL_RISK_P99_OVER_P50
 from reviewkit.bundle.records import Run, Workload
 from reviewkit.bundle.run import STATUS_OK
 
-__all__ = ["LayerAggregate", "BOTTLENECKS", "COMMUNICATION_BOUND", "COMPUTE_BOUND", "MEMORY_BOUND",
-           "OVERHEAD_BOUND", "UNCLASSIFIED"]  # fmt: skip
+__all__ = ["BOTTLENECKS", "COMMUNICATION_BOUND", "COMPUTE_BOUND", "MEMORY_BOUND",
+           "OVERHEAD_BOUND", "UNCLASSIFIED", "LayerAggregate"]  # fmt: skip
 
 FASTER_THAN_ROOFLINE = "faster-than-roofline"
 OVERHEAD_OVERESTIMATED = "overhead-overestimated"

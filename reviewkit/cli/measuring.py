@@ -232,8 +232,8 @@ def ab(
         runs[side] = analyse_run(Run.from_json(doc))
         paths[side] = write_run(out / side, runs[side])
     pairing_path = ab_mod.write_pairing(out, pairing)
-    comparison = compare(runs[ab_mod.BASELINE], runs[ab_mod.CANDIDATE], str(paths["baseline"].parent),
-                         str(paths["candidate"].parent),
+    comparison = compare(runs[ab_mod.BASELINE], runs[ab_mod.CANDIDATE],
+                         str(paths["baseline"].parent), str(paths["candidate"].parent),
                          margins=margins_of(load_rubric(None, CHECKS)))  # fmt: skip
     if as_json:
         emit_json({"baseline": str(paths["baseline"]), "candidate": str(paths["candidate"]),
