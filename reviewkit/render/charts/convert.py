@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from reviewkit.common.cache import cache_dir
 from reviewkit.common.files import write_text_atomic
 
 # altair 6.3 builds specs against schema v6.4.1; vl-convert 1.9 bundles Vega-Lite 6.4, so
@@ -72,14 +73,12 @@ def to_svg(spec: dict) -> str:
 
 
 def chart_cache_dir() -> Path:
-    """The user's cache folder for reviewkit, per vl-convert and Vega-Lite version."""
-    import os
-
+    """The charts' folder in reviewkit's cache (common/cache.py: $REVIEWKIT_CACHE_DIR first),
+    per vl-convert and Vega-Lite version."""
     import vl_convert
 
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     version = getattr(vl_convert, "__version__", "unknown")
-    return root / "reviewkit" / f"vlc{version}-vl{VEGALITE_VERSION}"
+    return cache_dir() / f"vlc{version}-vl{VEGALITE_VERSION}"
 
 
 def svg_to_pdf(svg: str) -> bytes:
