@@ -124,8 +124,10 @@ def _keys(value, out: set[str], skip: frozenset[str]) -> None:
 
 
 # Documents whose keys are listed elsewhere in bundle.md (or open by nature): not walked.
-OPEN_DOCUMENTS = frozenset({"suite", "knobs", "ceilings", "run_to_run", "overhead_probe",
-                            "phases_s", "ranks", "hosts", "ranks_per_host", "topology"})  # fmt: skip
+OPEN_DOCUMENTS = frozenset({
+    "suite", "knobs", "ceilings", "run_to_run", "overhead_probe", "phases_s", "ranks", "hosts",
+    "ranks_per_host", "topology",
+})  # fmt: skip
 
 
 @pytest.mark.parametrize("sample", ["cpu-quick-tp2-gloo-2core", "cpu-quick-epyc-2core"])
