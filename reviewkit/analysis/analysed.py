@@ -198,6 +198,16 @@ class AnalysedRun(Run):
     def workload_by_id(self) -> dict[str, AnalysedWorkload]:  # type: ignore[override]
         return {w.id: w for w in self.workloads}
 
+    def distributed_json(self) -> dict[str, Any] | None:
+        """The `distributed` document as written: the setup with its stragglers and scaling."""
+        if not self.distributed:
+            return self.distributed
+        return {
+            **self.distributed,
+            "stragglers": self.stragglers.to_json() if self.stragglers else None,
+            "scaling": [s.to_json() for s in self.scaling],
+        }
+
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         out["layer_types"] = {k: v.to_json() for k, v in self.layer_types.items()}
@@ -208,9 +218,5 @@ class AnalysedRun(Run):
         out["layer_energy"] = dict(self.layer_energy)
         out["layer_energy_by_dtype"] = dict(self.layer_energy_by_dtype)
         if self.distributed:
-            out["distributed"] = {
-                **self.distributed,
-                "stragglers": self.stragglers.to_json() if self.stragglers else None,
-                "scaling": [s.to_json() for s in self.scaling],
-            }
+            out["distributed"] = self.distributed_json()
         return out

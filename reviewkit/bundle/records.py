@@ -167,6 +167,7 @@ class Run(_Record):
     sampling: Mapping[str, Any] | None = None
     rounds: Mapping[str, Any] | None = None
     run_to_run: Mapping[str, Any] | None = None
+    pairing: Mapping[str, Any] | None = None  # `ab` only: which side, design, rounds, seed
     distributed: Mapping[str, Any] | None = None  # world size, backend, hosts, ranks; None: one
     overhead_probe: Mapping[str, Any] | None = None
     phases_s: Mapping[str, Any] | None = None
