@@ -157,7 +157,7 @@ class Run(_Record):
     kind: str | None = None
     tool: Mapping[str, Any] | None = None
     created_unix_s: float | None = None
-    complete: bool = True
+    complete: bool | None = None  # false after Ctrl-C; None in a bundle that does not say
     interrupted: str | None = None
     suite_profile: str | None = field(default=None, metadata={JSON_KEY: "profile"})
     only: str | None = None
