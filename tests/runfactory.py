@@ -128,7 +128,7 @@ def make_run(
         doc["pairing"] = pairing
     if not complete:
         doc["interrupted"] = "interrupted by the user (Ctrl-C)"
-    write_run(folder, analyse_run(doc))
+    write_run(folder, analysed(doc))
     return folder
 
 
@@ -263,7 +263,7 @@ def distributed_doc(t1_s=0.060, t2_s=0.040, probe_slowdown=1.0, incomplete=None)
     }
     if incomplete:
         doc["interrupted"] = f"incomplete: {incomplete}"
-    return analyse_run(doc)
+    return analysed(doc)
 
 
 def fake_clock_run(workloads: list[dict], pairing: dict | None = None) -> dict:
@@ -271,13 +271,14 @@ def fake_clock_run(workloads: list[dict], pairing: dict | None = None) -> dict:
     CPU with fixed ceilings; `pairing` makes it one side of an interleaved A/B."""
     doc = {
         "suite": {"hash": "h"},
+        "environment": {},
         "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
         "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
         "workloads": workloads,
     }
     if pairing:
         doc["pairing"] = pairing
-    return analyse_run(doc)
+    return analysed(doc)
 
 
 # Five workloads of five layer types, as `calibrate --run-to-run` measures.
@@ -299,10 +300,8 @@ def separate_run(rng, run_sd, effect=1.0, rounds=5, calls=20, round_sd=0.005, ca
             "status": "ok", "flops": 1e6, "bytes": 1e6, "params": {}, "reproduce": "",
             "samples_s": np.concatenate(by_round).tolist(), "round_sizes": [calls] * rounds,
         })  # fmt: skip
-    doc = fake_clock_run(workloads)
-    if record is not None:
-        doc["run_to_run"] = record
-    return doc
+    run = fake_clock_run(workloads)
+    return run if record is None else run.with_values(run_to_run=record)
 
 
 def analysed(doc: dict, below_roof_share: float | None = None):

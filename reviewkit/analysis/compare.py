@@ -3,7 +3,9 @@ three-way verdicts against the rubric's margin, p99 regressions under a false di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,8 +48,12 @@ from reviewkit.analysis.stats import (
     split_rounds_in_order,
     three_way_verdict,
 )
-from reviewkit.bundle.run import STATUS_OK, device_name
+from reviewkit.bundle.run import device_name
 from reviewkit.common.format import MISSING, pct
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload, LayerAggregate
+    from reviewkit.bundle.records import Run, Workload
 
 # 1000 resamples give a 95% interval whose ends move by under 1% between seeds for the sample
 # sizes the suite collects, and keep a 90-workload comparison well under a second.
@@ -277,27 +283,33 @@ class Comparison:
         }
 
 
-def slice_key(workload: dict) -> str:
-    """The workload id without its dtype: the same operator at the same shape."""
-    suffix = "." + workload["dtype"]
-    wid = workload["id"]
-    return wid[: -len(suffix)] if wid.endswith(suffix) else wid
+def shape_key(workload_id: str, dtype: str) -> str:
+    """The workload id without its trailing dtype: the same operator at the same shape."""
+    suffix = "." + dtype
+    return workload_id[: -len(suffix)] if workload_id.endswith(suffix) else workload_id
 
 
-def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]], str, list[str]]:
+def slice_key(workload: Workload) -> str:
+    """The workload's id without its dtype (shape_key)."""
+    return shape_key(workload.id, workload.dtype)
+
+
+def _pairs(
+    base_run: AnalysedRun, cand_run: AnalysedRun
+) -> tuple[list[tuple[str, AnalysedWorkload, AnalysedWorkload]], str, list[str]]:
     warnings = []
-    b_dtypes = set(base_doc["knobs"].get("dtypes", []))
-    c_dtypes = set(cand_doc["knobs"].get("dtypes", []))
+    b_dtypes = set(base_run.knobs.get("dtypes", []))
+    c_dtypes = set(cand_run.knobs.get("dtypes", []))
     by_shape = b_dtypes != c_dtypes and len(b_dtypes) == len(c_dtypes) == 1
-    key = slice_key if by_shape else (lambda w: w["id"])
-    base = {key(w): w for w in base_doc["workloads"]}
-    cand = {key(w): w for w in cand_doc["workloads"]}
+    key = slice_key if by_shape else (lambda w: w.id)
+    base = {key(w): w for w in base_run.workloads}
+    cand = {key(w): w for w in cand_run.workloads}
     common = [k for k in base if k in cand]
-    if base_doc["suite"].get("hash") != cand_doc["suite"].get("hash"):
+    b_hash, c_hash = base_run.suite.get("hash"), cand_run.suite.get("hash")
+    if b_hash != c_hash:
         warnings.append(
-            f"suite hashes differ ({base_doc['suite'].get('hash')} vs "
-            f"{cand_doc['suite'].get('hash')}): compared on the {len(common)} workloads "
-            "both runs share"
+            f"suite hashes differ ({b_hash} vs {c_hash}): compared on the {len(common)} "
+            "workloads both runs share"
         )
     only_base = [k for k in base if k not in cand]
     only_cand = [k for k in cand if k not in base]
@@ -310,29 +322,28 @@ def _pairs(base_doc: dict, cand_doc: dict) -> tuple[list[tuple[str, dict, dict]]
     return [(k, base[k], cand[k]) for k in common], mode, warnings
 
 
-def _fingerprint(doc: dict) -> str | None:
-    return ((doc.get("environment") or {}).get("fingerprint") or {}).get("hash")
+def _fingerprint(run: Run) -> str | None:
+    return run.fingerprint.get("hash")
 
 
-def _same_device(base_doc: dict, cand_doc: dict) -> bool:
+def _same_device(base_run: Run, cand_run: Run) -> bool:
     """Both runs on one device: by the device fingerprint where both bundles record one (two
     machines of one name can differ in what decides their kernels), else by the recorded name
     and kind. Their ceilings then measure the same hardware, so one denominator serves both."""
-    prints = _fingerprint(base_doc), _fingerprint(cand_doc)
+    prints = _fingerprint(base_run), _fingerprint(cand_run)
     if None not in prints:
         return prints[0] == prints[1]
-    kinds = [device_type((d.get("knobs") or {}).get(DEVICE_KNOB)) for d in (base_doc, cand_doc)]
-    name = device_name(base_doc)
-    return name != "unknown device" and name == device_name(cand_doc) and kinds[0] == kinds[1]
+    kinds = [device_type((r.knobs or {}).get(DEVICE_KNOB)) for r in (base_run, cand_run)]
+    name = device_name(base_run)
+    return name != "unknown device" and name == device_name(cand_run) and kinds[0] == kinds[1]
 
 
-def _fingerprint_warning(base_doc: dict, cand_doc: dict) -> str | None:
+def _fingerprint_warning(base_run: Run, cand_run: Run) -> str | None:
     """A warning when the names match but the fingerprints do not: different devices."""
-    prints = _fingerprint(base_doc), _fingerprint(cand_doc)
-    if None in prints or prints[0] == prints[1] or device_name(base_doc) != device_name(cand_doc):
+    prints = _fingerprint(base_run), _fingerprint(cand_run)
+    if None in prints or prints[0] == prints[1] or device_name(base_run) != device_name(cand_run):
         return None
-    labels = [((d.get("environment") or {}).get("fingerprint") or {}).get("label", "?")
-              for d in (base_doc, cand_doc)]  # fmt: skip
+    labels = [r.fingerprint.get("label", "?") for r in (base_run, cand_run)]
     return (
         f"different devices under one name: {labels[0]} against {labels[1]} (device "
         "fingerprints differ); each run's MFU is against its own ceilings"
@@ -350,35 +361,35 @@ def _one_round_note(methods: list[str]) -> str:
 
 
 def compare(
-    base_doc: dict,
-    cand_doc: dict,
+    base: AnalysedRun,
+    cand: AnalysedRun,
     baseline_label: str = "baseline",
     candidate_label: str = "candidate",
     margins: Margins = STATISTICAL_ONLY,
     knob_policy: KnobPolicy | None = None,
 ) -> Comparison:
-    """Both documents must be analysed (reviewkit.analysis.roofline.analyse_run).
+    """Both runs must be analysed (reviewkit.analysis.roofline.analyse_run).
 
     Each quantile compared is the mean over rounds of each round's quantile; its interval is a
     hierarchical bootstrap (rounds, then samples within them), with the rounds of an
     interleaved A/B resampled in pairs. A ratio is `faster`/`slower` only beyond the margin."""
-    pairs, mode, warnings = _pairs(base_doc, cand_doc)
-    paired = paired_design(base_doc, cand_doc)
+    pairs, mode, warnings = _pairs(base, cand)
+    paired = paired_design(base, cand)
     allowance = None if paired else run_to_run.choose(
-        base_doc, cand_doc, margins.run_to_run_sd, margins.run_to_run_sd_floor,
+        base, cand, margins.run_to_run_sd, margins.run_to_run_sd_floor,
         margins.run_to_run_per_device)  # fmt: skip
     known = allowance.variance if allowance else 0.0
-    by_call = calls_paired(base_doc, cand_doc)
-    same_device = _same_device(base_doc, cand_doc)
+    by_call = calls_paired(base, cand)
+    same_device = _same_device(base, cand)
     # one denominator on one device at one setting; each run its own where a knob moved it
-    moved = ceilings.moved_settings(base_doc, cand_doc) if same_device else []
+    moved = ceilings.moved_settings(base, cand) if same_device else []
     one_denominator = same_device and not moved
-    denominator = {"ceilings": ceilings.shared(base_doc, cand_doc)} if one_denominator else {}
-    different = _fingerprint_warning(base_doc, cand_doc)
+    denominator = ceilings.shared(base, cand) if one_denominator else {}
+    different = _fingerprint_warning(base, cand)
     if different:
         warnings.append(different)
-    warnings += scaling_notes(base_doc, cand_doc)
-    shifts = ceilings.shifts(base_doc, cand_doc) if same_device else {}
+    warnings += scaling_notes(base, cand)
+    shifts = ceilings.shifts(base, cand) if same_device else {}
     for what, shift in shifts.items():
         if abs(shift) > margins.max_ceiling_shift:
             warnings.append(
@@ -395,27 +406,22 @@ def compare(
     for key, b, c in pairs:
         common = {
             "key": key,
-            "layer_type": b["layer_type"],
-            "baseline_id": b["id"],
-            "candidate_id": c["id"],
-            "params": b.get("params", {}),
+            "layer_type": b.layer_type,
+            "baseline_id": b.id,
+            "candidate_id": c.id,
+            "params": dict(b.params),
         }
-        if (
-            b["status"] != STATUS_OK
-            or c["status"] != STATUS_OK
-            or not b["samples_s"]
-            or not c["samples_s"]
-        ):
+        if not (b.measured and c.measured):
             failed = [
-                f"{label} {w['status']}"
+                f"{label} {w.status}"
                 for label, w in (("baseline", b), ("candidate", c))
-                if w["status"] != STATUS_OK or not w["samples_s"]
+                if not w.measured
             ]
             rows.append(
                 WorkloadComparison(**common, verdict=NOT_COMPARABLE, reason="; ".join(failed))
             )
             continue
-        margin = margins.for_layer(b["layer_type"])
+        margin = margins.for_layer(b.layer_type)
         points, draws, rounds, in_pairs = ratio_draws(b, c, key, paired)
         ratio = {q: points[q][1] / points[q][0] for q in QUANTILES}
         intervals = {
@@ -425,8 +431,8 @@ def compare(
         estimator = ROUND_MEANS
         if by_call and in_pairs:
             log_ratios = call_paired_log_ratios(
-                split_rounds_in_order(b["samples_s"], b.get("round_sizes")),
-                split_rounds_in_order(c["samples_s"], c.get("round_sizes")),
+                split_rounds_in_order(b.samples_s, b.round_sizes),
+                split_rounds_in_order(c.samples_s, c.round_sizes),
             )
             if len(log_ratios) >= 2:
                 ratio[0.5], intervals[0.5] = call_paired_interval(log_ratios)
@@ -438,11 +444,11 @@ def compare(
         p99_draws = draws[0.99][1] / draws[0.99][0]
         p_values.append((len(rows), p_beyond(ratio[0.99], intervals[0.99], p99_draws, margin)))
         methods.append(intervals[0.5].method)
-        bs, cs = b["stats"], c["stats"]
+        bs, cs = b.stats, c.stats
         if one_denominator:
             mfu_c, fractions_c, bottleneck_c = mechanism.on_baseline_ceilings(c, denominator)
         else:
-            mfu_c, fractions_c, bottleneck_c = c.get("mfu"), c.get("fractions"), c.get("bottleneck")
+            mfu_c, fractions_c, bottleneck_c = c.mfu, c.fractions, c.bottleneck
         stall_c = (fractions_c or {}).get("memory_stall")
         rows.append(
             WorkloadComparison(
@@ -453,7 +459,7 @@ def compare(
                 else "",
                 median_ratio=ratio[0.5],
                 median_ratio_ci=ci[0.5],
-                mean_ratio=cs["mean_s"] / bs["mean_s"],
+                mean_ratio=cs.mean_s / bs.mean_s,
                 p95_ratio=ratio[0.95],
                 p95_ratio_ci=ci[0.95],
                 p99_ratio=ratio[0.99],
@@ -464,35 +470,35 @@ def compare(
                 p99_p_value=p_values[-1][1],
                 margin=margin,
                 rounds=rounds,
-                mfu_baseline=b.get("mfu"),
+                mfu_baseline=b.mfu,
                 mfu_candidate=mfu_c,
-                mfu_delta=mechanism.delta(mfu_c, b.get("mfu")),
-                mfu_delta_ci=mechanism.mfu_delta_ci(mfu_c, b.get("mfu"), ratio[0.5], ci[0.5])
+                mfu_delta=mechanism.delta(mfu_c, b.mfu),
+                mfu_delta_ci=mechanism.mfu_delta_ci(mfu_c, b.mfu, ratio[0.5], ci[0.5])
                 if one_denominator
                 else None,
                 memory_stall_delta=mechanism.delta(stall_c, mechanism.stall(b)),
-                bottleneck_baseline=b.get("bottleneck"),
+                bottleneck_baseline=b.bottleneck,
                 bottleneck_candidate=bottleneck_c,
-                fraction_deltas=mechanism.fraction_deltas(fractions_c, b.get("fractions")),
+                fraction_deltas=mechanism.fraction_deltas(fractions_c, b.fractions),
                 roof_share_baseline=mechanism.share(b),
                 roof_share_candidate=mechanism.share(c),
-                below_roof_candidate=bool((c.get("decomposition") or {}).get("below_roof")),
-                lever_candidate=c.get("lever") or "",
+                below_roof_candidate=bool(c.decomposition and c.decomposition.below_roof),
+                lever_candidate=c.lever or "",
             )
         )
-        layer_draws.setdefault(b["layer_type"], []).append(
+        layer_draws.setdefault(b.layer_type, []).append(
             (draws[0.5][0], draws[0.5][1], points[0.5][0], points[0.5][1], rounds, in_pairs)
         )
     rejected = benjamini_hochberg([p for _, p in p_values], margins.fdr)
     for (index, _), reject in zip(p_values, rejected, strict=True):
         if reject and rows[index].p99_verdict == SLOWER:
             rows[index] = replace(rows[index], p99_regression=True)
-    layers = _layer_comparisons(base_doc, cand_doc, mode, layer_draws, margins, paired, known)
-    environment = environment_changes(base_doc, cand_doc)
+    layers = _layer_comparisons(base, cand, mode, layer_draws, margins, paired, known)
+    environment = environment_changes(base, cand)
     return Comparison(
         baseline=baseline_label,
         candidate=candidate_label,
-        knob_changes=tuple(knob_diff(base_doc["knobs"], cand_doc["knobs"])),
+        knob_changes=tuple(knob_diff(base.knobs, cand.knobs)),
         paired_by=mode,
         warnings=tuple(warnings),
         workloads=tuple(rows),
@@ -503,7 +509,7 @@ def compare(
         noise_floor=float(np.median(half_widths)) if half_widths else None,
         p99_comparisons=len(p_values),
         denominator=ceilings.denominator_text(
-            same_device, moved, ceilings.shared_profile(base_doc, cand_doc)
+            same_device, moved, ceilings.shared_profile(base, cand)
         ),
         same_device=same_device,
         run_to_run=allowance,
@@ -515,15 +521,13 @@ def compare(
 
 
 def _layer_comparisons(
-    base_doc: dict, cand_doc: dict, mode: str, layer_draws: dict, margins: Margins, paired: bool,
-    known: float,
+    base: AnalysedRun, cand: AnalysedRun, mode: str, layer_draws: dict, margins: Margins,
+    paired: bool, known: float,
 ) -> list[LayerComparison]:
     """Per layer type: the ratio of summed medians, its interval from the summed draws."""
     layers = []
-    b_layers = base_doc.get("layer_types_by_dtype", {})
-    c_layers = cand_doc.get("layer_types_by_dtype", {})
-    b_agg = _single(b_layers) if mode != "id" else base_doc.get("layer_types", {})
-    c_agg = _single(c_layers) if mode != "id" else cand_doc.get("layer_types", {})
+    b_agg = _single(base.layer_types_by_dtype) if mode != "id" else base.layer_types
+    c_agg = _single(cand.layer_types_by_dtype) if mode != "id" else cand.layer_types
     for layer_type, items in layer_draws.items():
         base_sum = sum(item[0] for item in items)
         cand_sum = sum(item[1] for item in items)
@@ -535,7 +539,7 @@ def _layer_comparisons(
         ci = interval_of(ratio, base_sum, cand_sum, rounds, in_pairs, known).ci
         margin = margins.for_layer(layer_type)
         verdict = three_way_verdict(ci, margin)
-        ba, ca = b_agg.get(layer_type, {}), c_agg.get(layer_type, {})
+        ba, ca = b_agg.get(layer_type), c_agg.get(layer_type)
         layers.append(
             LayerComparison(
                 layer_type=layer_type,
@@ -543,30 +547,39 @@ def _layer_comparisons(
                 time_ratio=ratio,
                 time_ratio_ci=ci,
                 verdict=verdict,
-                mfu_baseline=ba.get("mfu"),
-                mfu_candidate=ca.get("mfu"),
-                memory_stall_baseline=ba.get("memory_stall_fraction"),
-                memory_stall_candidate=ca.get("memory_stall_fraction"),
-                bottleneck_baseline=ba.get("bottleneck"),
-                bottleneck_candidate=ca.get("bottleneck"),
                 margin=margin,
                 reason=inconclusive_reason(ci, margin, paired) if verdict == INCONCLUSIVE else "",
                 fraction_deltas=mechanism.fraction_deltas(
                     mechanism.layer_fractions(ca), mechanism.layer_fractions(ba)
                 ),
-                overhead_baseline=ba.get("overhead_fraction"),
-                overhead_candidate=ca.get("overhead_fraction"),
-                inefficiency_baseline=ba.get("inefficiency_fraction"),
-                inefficiency_candidate=ca.get("inefficiency_fraction"),
-                roof_share_baseline=ba.get("roof_share"),
-                roof_share_candidate=ca.get("roof_share"),
-                below_roof_candidate=bool(ca.get("below_roof")),
-                lever_candidate=ca.get("lever") or "",
+                **_layer_sides(ba, ca),
             )
         )
     return layers
 
 
-def _single(by_dtype: dict) -> dict:
+def _layer_sides(ba: LayerAggregate | None, ca: LayerAggregate | None) -> dict:
+    """The LayerComparison fields read off each side's aggregate (None where a side has none)."""
+    return {
+        "mfu_baseline": ba.mfu if ba else None,
+        "mfu_candidate": ca.mfu if ca else None,
+        "memory_stall_baseline": ba.memory_stall_fraction if ba else None,
+        "memory_stall_candidate": ca.memory_stall_fraction if ca else None,
+        "bottleneck_baseline": ba.bottleneck if ba else None,
+        "bottleneck_candidate": ca.bottleneck if ca else None,
+        "overhead_baseline": ba.overhead_fraction if ba else None,
+        "overhead_candidate": ca.overhead_fraction if ca else None,
+        "inefficiency_baseline": ba.inefficiency_fraction if ba else None,
+        "inefficiency_candidate": ca.inefficiency_fraction if ca else None,
+        "roof_share_baseline": ba.roof_share if ba else None,
+        "roof_share_candidate": ca.roof_share if ca else None,
+        "below_roof_candidate": bool(ca and ca.below_roof),
+        "lever_candidate": (ca.lever if ca else "") or "",
+    }
+
+
+def _single(
+    by_dtype: Mapping[str, Mapping[str, LayerAggregate]],
+) -> Mapping[str, LayerAggregate]:
     """The one dtype's layer aggregates of a single-dtype run."""
     return next(iter(by_dtype.values()), {}) if len(by_dtype) == 1 else {}

@@ -5,7 +5,12 @@ confound a comparison (framework and kernel-library versions, driver, interprete
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run
 
 # Knobs that follow from others rather than being mapping choices of their own.
 DERIVED_KNOBS = ("device_name",)
@@ -35,7 +40,8 @@ class KnobChange:
     candidate: object
 
 
-def knob_diff(base: dict, cand: dict) -> list[KnobChange]:
+def knob_diff(base: Mapping[str, Any], cand: Mapping[str, Any]) -> list[KnobChange]:
+    """The knobs whose settings differ (two runs' `knobs`), the baseline's order first."""
     keys = list(base) + [k for k in cand if k not in base]
     return [KnobChange(k, base.get(k), cand.get(k)) for k in keys if base.get(k) != cand.get(k)]
 
@@ -171,18 +177,16 @@ def release(version: object) -> object:
     return _DEVICE_BUILD_TAG.sub("", version) if isinstance(version, str) else version
 
 
-def _device_of(doc: dict) -> str:
-    return device_type((doc.get("knobs") or {}).get(DEVICE_KNOB)) or str(
-        (doc.get("environment") or {}).get("device_type") or ""
-    )
+def _device_of(run: Run) -> str:
+    return device_type((run.knobs or {}).get(DEVICE_KNOB)) or str(run.device_type or "")
 
 
-def environment_changes(base_doc: dict, cand_doc: dict) -> list[EnvironmentChange]:
+def environment_changes(base: Run, cand: Run) -> list[EnvironmentChange]:
     """The environment differences of two runs, in ENVIRONMENT_FIELDS order, the commit last.
     A library that serves only one side's device (cuDNN beside a CPU, oneDNN beside a GPU) is
     recorded as FOLLOWS_DEVICE: the device change brings it, whatever its version."""
-    env_b, env_c = base_doc.get("environment") or {}, cand_doc.get("environment") or {}
-    types = _device_of(base_doc), _device_of(cand_doc)
+    env_b, env_c = base.environment or {}, cand.environment or {}
+    types = _device_of(base), _device_of(cand)
     out = []
     for key, name, serves, kind, why in ENVIRONMENT_FIELDS:
         b, c = env_b.get(key), env_c.get(key)

@@ -3,23 +3,30 @@ changes between two runs (the numbers the ratio of times alone does not say)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from reviewkit.analysis.roofline import memory_level, per_op_terms, roofline
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedWorkload, LayerAggregate
 
-def on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, dict | None, str | None]:
-    """The candidate workload's (MFU, time fractions, bottleneck) against the baseline's
-    ceilings, so both sides of a same-device comparison share one denominator."""
+
+def on_baseline_ceilings(
+    c: AnalysedWorkload, ceilings: Mapping[str, Any]
+) -> tuple[float | None, dict | None, str | None]:
+    """The candidate workload's (MFU, time fractions, bottleneck) against `ceilings` (the
+    baseline's), so both sides of a same-device comparison share one denominator."""
     from reviewkit.analysis import overhead as overhead_mod
-    from reviewkit.analysis.stats import SampleStats
 
-    ceilings = base_doc.get("ceilings") or {}
-    peak = ((ceilings.get("compute") or {}).get(c["dtype"]) or {}).get("peak")
-    _, bw = memory_level(ceilings, c["bytes"])
-    if not peak or not bw or not c.get("stats") or c.get("wire_bytes"):
-        return c.get("mfu"), c.get("fractions"), c.get("bottleneck")
-    st = SampleStats(**c["stats"])
+    ceilings = ceilings or {}
+    peak = ((ceilings.get("compute") or {}).get(c.dtype) or {}).get("peak")
+    _, bw = memory_level(ceilings, c.bytes)
+    st = c.stats
+    if not peak or not bw or not st or c.wire_bytes:
+        return c.mfu, c.fractions, c.bottleneck
     o = overhead_mod.read(c, st)
-    r = roofline(c["flops"], c["bytes"], st.p50_s, peak, bw, 0.0, o.overhead_s,
+    r = roofline(c.flops, c.bytes, st.p50_s, peak, bw, 0.0, o.overhead_s,
                  time_high_s=st.median_ci_high_s, overhead_low_s=o.overhead_low_s,
                  per_op=per_op_terms(c, ceilings))  # fmt: skip
     return r.mfu, r.decomposition.fractions(), r.bottleneck
@@ -28,23 +35,27 @@ def on_baseline_ceilings(c: dict, base_doc: dict) -> tuple[float | None, dict | 
 DELTA_FRACTIONS = ("compute", "memory_stall", "communication", "overhead", "inefficiency")
 
 
-def fraction_deltas(candidate: dict | None, baseline: dict | None) -> dict:
+def fraction_deltas(candidate: Mapping | None, baseline: Mapping | None) -> dict:
     """candidate - baseline of each time fraction; None where either side has none."""
     c, b = candidate or {}, baseline or {}
     return {k: delta(c.get(k), b.get(k)) for k in DELTA_FRACTIONS}
 
 
-def share(w: dict) -> float | None:
-    return (w.get("decomposition") or {}).get("roof_share")
+def share(w: AnalysedWorkload) -> float | None:
+    return w.decomposition.roof_share if w.decomposition else None
 
 
-def layer_fractions(agg: dict) -> dict:
-    return {k: agg.get(f"{k}_fraction") for k in DELTA_FRACTIONS}
+def layer_fractions(agg: LayerAggregate | None) -> dict:
+    """A layer aggregate's time fractions by DELTA_FRACTIONS name (None without one)."""
+    if agg is None:
+        return dict.fromkeys(DELTA_FRACTIONS)
+    return {"compute": agg.compute_fraction, "memory_stall": agg.memory_stall_fraction,
+            "communication": agg.communication_fraction, "overhead": agg.overhead_fraction,
+            "inefficiency": agg.inefficiency_fraction}  # fmt: skip
 
 
-def stall(w: dict) -> float | None:
-    f = w.get("fractions")
-    return f["memory_stall"] if f else None
+def stall(w: AnalysedWorkload) -> float | None:
+    return w.decomposition.memory_stall_fraction if w.decomposition else None
 
 
 def mfu_delta_ci(

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reviewkit.analysis.stats import SampleStats, summarise
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Workload
 
 # How the runner measured a workload's exposed overhead (the record's `method`).
 FLOOR_CALL = "floor-call"  # CPU: the smallest shape on the same kernels and parallel path
@@ -27,11 +32,11 @@ class Overhead:
     upper_bound: bool = False  # a floor alone, or a GPU floor: t_o is at most this
 
 
-def read(w: dict, stats: SampleStats) -> Overhead:
+def read(w: Workload, stats: SampleStats) -> Overhead:
     """The workload's t_o from its `overhead` record, against its own median `stats`."""
-    rec = w.get("overhead")
-    if not isinstance(rec, dict) or not rec.get("available"):
-        reason = rec.get("reason", "") if isinstance(rec, dict) else ""
+    rec = w.overhead
+    if not isinstance(rec, Mapping) or not rec.get("available"):
+        reason = rec.get("reason", "") if isinstance(rec, Mapping) else ""
         return Overhead(None, None, NOT_MEASURED, reason or "overhead not measured")
     method = rec.get("method")
     if method == IN_COLLECTIVE_LATENCY:

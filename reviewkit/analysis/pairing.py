@@ -5,6 +5,8 @@ run-to-run allowance of separate runs; what would settle an inconclusive verdict
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +21,9 @@ from reviewkit.analysis.stats import (
     split_rounds,
     widen,
 )
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run, Workload
 
 QUANTILES = (0.5, 0.95, 0.99)
 
@@ -53,18 +58,24 @@ CALLS_PAIRED = (
 CALLS_ALTERNATED = "alternated"
 
 
-def calls_paired(base_doc: dict, cand_doc: dict) -> bool:
+def pairing_of(run: Run) -> Mapping[str, Any]:
+    """The run's pairing record ({} unless it is one side of a `reviewkit ab`). The record is
+    not a field of Run, so it is among the keys the run keeps unread (`extra`)."""
+    return run.extra.get("pairing") or {}
+
+
+def calls_paired(base: Run, cand: Run) -> bool:
     """An interleaved A/B whose calls alternated: the median's ratio is then taken call by
     call (stats.call_paired_log_ratios)."""
-    return paired_design(base_doc, cand_doc) and all(
-        (d.get("pairing") or {}).get("calls") == CALLS_ALTERNATED for d in (base_doc, cand_doc)
+    return paired_design(base, cand) and all(
+        pairing_of(run).get("calls") == CALLS_ALTERNATED for run in (base, cand)
     )
 
 
-def paired_design(base_doc: dict, cand_doc: dict) -> bool:
+def paired_design(base: Run, cand: Run) -> bool:
     """Whether the two runs are the two sides of one interleaved `reviewkit ab`: their rounds
     alternated in one process, so round r of one is paired with round r of the other."""
-    a, b = base_doc.get("pairing") or {}, cand_doc.get("pairing") or {}
+    a, b = pairing_of(base), pairing_of(cand)
     return bool(a.get("id")) and a.get("id") == b.get("id") and a.get("side") != b.get("side")
 
 
@@ -75,12 +86,12 @@ def seed_of(key: str) -> int:
 
 
 def ratio_draws(
-    b: dict, c: dict, key: str, paired: bool
+    b: Workload, c: Workload, key: str, paired: bool
 ) -> tuple[dict, dict, tuple[int, int], bool]:
     """Point values and hierarchical bootstrap draws of each quantile of both sides, the
     rounds of each, and whether the rounds were resampled in pairs."""
-    rb = split_rounds(b["samples_s"], b.get("round_sizes"))
-    rc = split_rounds(c["samples_s"], c.get("round_sizes"))
+    rb = split_rounds(b.samples_s, b.round_sizes)
+    rc = split_rounds(c.samples_s, c.round_sizes)
     rng = np.random.default_rng(seed_of(key))
     plan_b = round_draws(rng, len(rb))
     in_pairs = paired and len(rb) == len(rc)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.roofline import energy_reason
 from reviewkit.analysis.sla import Target, calls_per_s, judge, matching_targets
 from reviewkit.bundle.run import STATUS_OK, device_name
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
+    from reviewkit.bundle.records import Run
 
 MEASURED, NOT_MEASURED = "measured", "not measured"
 SLA_MET, SLA_MISSED, NO_TARGET = "met", "missed", "no target"
@@ -104,10 +109,8 @@ class PlatformMatrix:
 # --- platforms ---------------------------------------------------------------------------------
 
 
-def device_type(doc: dict) -> str:
-    device = (doc.get("knobs") or {}).get("device") or (doc.get("environment") or {}).get(
-        "device_type"
-    )
+def device_type(run: Run) -> str:
+    device = (run.knobs or {}).get("device") or run.device_type
     return str(device).split(":", 1)[0] if device else "unknown"
 
 
@@ -121,10 +124,10 @@ def short_device(name: str) -> str:
     return s if len(s) <= DEVICE_LABEL_CHARS else s[: DEVICE_LABEL_CHARS - 1] + "…"
 
 
-def _dtypes(doc: dict) -> list[str]:
+def _dtypes(run: Run) -> list[str]:
     """The run's dtypes: its knob, else (an old or hand-made bundle) those its workloads ran."""
-    listed = [str(d) for d in (doc.get("knobs") or {}).get("dtypes") or []]
-    seen = [str(w["dtype"]) for w in doc.get("workloads", []) if w.get("dtype")]
+    listed = [str(d) for d in (run.knobs or {}).get("dtypes") or []]
+    seen = [str(w.dtype) for w in run.workloads if w.dtype]
     return list(dict.fromkeys(listed + seen))
 
 
@@ -132,16 +135,16 @@ def _knob_text(value: object) -> str:
     return "/".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _labels(entries: list[tuple[str, dict, str]]) -> list[str]:
-    """Unique, short labels for (run, doc, dtype): device and dtype, then the knobs that tell
+def _labels(entries: list[tuple[str, Run, str]]) -> list[str]:
+    """Unique, short labels for (name, run, dtype): device and dtype, then the knobs that tell
     same-device runs apart, then the run's name if nothing else does."""
-    base = [f"{short_device(device_name(doc))} · {dtype}" for _, doc, dtype in entries]
+    base = [f"{short_device(device_name(run))} · {dtype}" for _, run, dtype in entries]
     labels = list(base)
     for label in sorted(set(base)):
         group = [i for i, x in enumerate(base) if x == label]
         if len(group) < 2:
             continue
-        knob_sets = [entries[i][1].get("knobs") or {} for i in group]
+        knob_sets = [entries[i][1].knobs or {} for i in group]
         keys = dict.fromkeys(k for knobs in knob_sets for k in knobs)
         differing = [k for k in keys if k not in LABEL_IGNORED_KNOBS
                      and len({repr(knobs.get(k)) for knobs in knob_sets}) > 1]  # fmt: skip
@@ -165,20 +168,23 @@ def _labels(entries: list[tuple[str, dict, str]]) -> list[str]:
     return out
 
 
-def _platforms(runs: Sequence[tuple[str, dict]]) -> list[tuple[Platform, dict]]:
-    entries = [(label, doc, dtype) for label, doc in runs for dtype in _dtypes(doc)]
+def _platforms(
+    runs: Sequence[tuple[str, AnalysedRun]],
+) -> list[tuple[Platform, AnalysedRun]]:
+    entries = [(name, run, dtype) for name, run in runs for dtype in _dtypes(run)]
     out = []
-    for (run, doc, dtype), label in zip(entries, _labels(entries), strict=True):
-        compute = ((doc.get("ceilings") or {}).get("compute") or {}).get(dtype) or {}
+    for (name, run, dtype), label in zip(entries, _labels(entries), strict=True):
+        compute = ((run.ceilings or {}).get("compute") or {}).get(dtype) or {}
         peak = compute.get("peak")
         out.append((
             Platform(
-                label=label, run=run, device_type=device_type(doc), device_name=device_name(doc),
+                label=label, run=name, device_type=device_type(run),
+                device_name=device_name(run),
                 dtype=dtype, peak_flops_per_s=float(peak) if peak else None,
                 peak_source=str(compute.get("source") or "not available") if peak
                 else "not available",
             ),
-            doc,
+            run,
         ))  # fmt: skip
     return out
 
@@ -214,27 +220,31 @@ def judge_sla(
 
 
 def _cell(
-    key: str, layer_type: str, platform: Platform, w: dict | None, targets: Sequence[Target]
+    key: str,
+    layer_type: str,
+    platform: Platform,
+    w: AnalysedWorkload | None,
+    targets: Sequence[Target],
 ) -> Cell:
-    matched = matching_targets(targets, w["id"] if w else key, key)
+    matched = matching_targets(targets, w.id if w else key, key)
     p99_targets = [t.p99_s for t in matched if t.p99_s is not None]
     rate_targets = [t.min_throughput_per_s for t in matched if t.min_throughput_per_s is not None]
     common = {
         "workload": key,
         "layer_type": layer_type,
         "platform": platform.label,
-        "workload_id": w["id"] if w else None,
+        "workload_id": w.id if w else None,
         "sla_target": ", ".join(dict.fromkeys(t.workload for t in matched)),
         "sla_p99_s": min(p99_targets) if p99_targets else None,
         "sla_min_throughput_per_s": max(rate_targets) if rate_targets else None,
     }
-    stats = (w or {}).get("stats")
-    if w is None or w.get("status") != STATUS_OK or not stats:
+    stats = w.stats if w else None
+    if w is None or w.status != STATUS_OK or not stats:
         if w is None:
             why = NOT_IN_RUN
         else:
-            why = w.get("status") or "not run"
-            why += f": {w['reason']}" if w.get("reason") else ""
+            why = w.status or "not run"
+            why += f": {w.reason}" if w.reason else ""
         return Cell(
             **common, status=NOT_MEASURED, reason=why, mfu=None, mfu_reason=why, p50_s=None,
             p99_s=None, mean_s=None, batch=None, throughput_calls_per_s=None,
@@ -243,18 +253,18 @@ def _cell(
             energy_reason=why,
         )  # fmt: skip
     rate = calls_per_s(stats)
-    verdict, why = judge_sla(matched, stats["p99_s"], rate)
-    mfu = w.get("mfu")
+    verdict, why = judge_sla(matched, stats.p99_s, rate)
+    mfu = w.mfu
     mfu_reason = "" if mfu is not None else (
         f"no compute ceiling for {platform.dtype} on this device" if "no-ceiling" in
-        (w.get("flags") or []) else "no MFU recorded"
+        w.flags else "no MFU recorded"
     )  # fmt: skip
     no_energy = energy_reason(w)
-    e = {} if no_energy else w["energy"]
-    batch = (w.get("params") or {}).get("batch")
+    e = {} if no_energy else w.energy
+    batch = (w.params or {}).get("batch")
     return Cell(
         **common, status=MEASURED, reason="", mfu=mfu, mfu_reason=mfu_reason,
-        p50_s=stats["p50_s"], p99_s=stats["p99_s"], mean_s=stats["mean_s"],
+        p50_s=stats.p50_s, p99_s=stats.p99_s, mean_s=stats.mean_s,
         batch=int(batch) if isinstance(batch, int) and not isinstance(batch, bool) else None,
         throughput_calls_per_s=rate, sla=verdict, sla_reason=why,
         flops_per_joule=e.get("flops_per_joule"), avg_watts=e.get("avg_watts"),
@@ -269,9 +279,9 @@ def _row_rank(layer_type: str) -> tuple[int, str]:
 
 
 def build_matrix(
-    runs: Sequence[tuple[str, dict]], targets: Sequence[Target] = ()
+    runs: Sequence[tuple[str, AnalysedRun]], targets: Sequence[Target] = ()
 ) -> PlatformMatrix:
-    """The matrix of analysed runs, (packet name, run document) with the baseline first.
+    """The matrix of analysed runs, (packet name, analysed run) with the baseline first.
 
     A platform is one run's one dtype: a run measured in three dtypes is three columns, so every
     cell holds one measurement. Rows are slice keys (reviewkit.analysis.compare.slice_key): the same
@@ -279,14 +289,14 @@ def build_matrix(
     """
     platforms = _platforms(runs)
     layer_of: dict[str, str] = {}
-    by_platform: list[dict[str, dict]] = []
-    for platform, doc in platforms:
+    by_platform: list[dict[str, AnalysedWorkload]] = []
+    for platform, run in platforms:
         found = {}
-        for w in doc.get("workloads", []):
-            if w.get("dtype") == platform.dtype:
+        for w in run.workloads:
+            if w.dtype == platform.dtype:
                 key = slice_key(w)
                 found[key] = w
-                layer_of.setdefault(key, str(w.get("layer_type") or "unknown"))
+                layer_of.setdefault(key, str(w.layer_type or "unknown"))
         by_platform.append(found)
     keys = sorted(layer_of, key=lambda k: (_row_rank(layer_of[k]), k))
     cells = tuple(

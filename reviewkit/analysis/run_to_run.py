@@ -19,12 +19,13 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reviewkit.analysis.pairing import seed_of
+from reviewkit.analysis.pairing import pairing_of, seed_of
 from reviewkit.analysis.stats import (
     cluster_variance,
     hierarchical_draws,
@@ -34,6 +35,9 @@ from reviewkit.analysis.stats import (
     split_rounds,
 )
 from reviewkit.common.format import pct
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run
 
 METHOD = (
     "per workload, the one-way random-effects moment estimate over separate runs (the variance "
@@ -47,67 +51,66 @@ METHOD = (
 NOT_A_SETTING = ("dtypes", "seq_sweep", "batch_sweep")
 
 
-def setting_of(doc: dict) -> str:
+def setting_of(run: Run) -> str:
     """A short hash of what makes two runs' medians of one workload comparable as repeats: the
     sampling profile, the torch build and the knobs (threads, precision, ...). Runs at other
     settings differ for a reason, which is no part of the noise."""
-    knobs = {k: v for k, v in (doc.get("knobs") or {}).items() if k not in NOT_A_SETTING}
-    what = {"profile": doc.get("profile"), "knobs": knobs,
-            "torch": (doc.get("environment") or {}).get("torch_version")}  # fmt: skip
+    knobs = {k: v for k, v in (run.knobs or {}).items() if k not in NOT_A_SETTING}
+    what = {"profile": run.suite_profile, "knobs": knobs,
+            "torch": (run.environment or {}).get("torch_version")}  # fmt: skip
     text = json.dumps(what, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def observe(doc: dict) -> tuple[dict[str, list[float]], list[str]]:
+def observe(run: Run) -> tuple[dict[str, list[float]], list[str]]:
     """One run's observations: per workload measured in two or more rounds, [log of the
     comparison's statistic (the mean over rounds of each round's median), its within-run
     variance (the hierarchical bootstrap's, scaled back up as compare's t interval does)]; and
     the workloads left out (measured in one round: their rounds show no within-run variance)."""
     points: dict[str, list[float]] = {}
     left_out = []
-    for w in doc.get("workloads") or []:
-        if w.get("status") != "ok" or not w.get("samples_s"):
+    for w in run.workloads:
+        if w.status != "ok" or not w.samples_s:
             continue
-        rounds = split_rounds(w["samples_s"], w.get("round_sizes"))
+        rounds = split_rounds(w.samples_s, w.round_sizes)
         if len(rounds) < 2:
-            left_out.append(w["id"])
+            left_out.append(w.id)
             continue
-        rng = np.random.default_rng(seed_of(w["id"]))
+        rng = np.random.default_rng(seed_of(w.id))
         draws = hierarchical_draws(rounds, 0.5, round_draws(rng, len(rounds)), rng)
         within = cluster_variance(np.log(draws), len(rounds))
-        points[w["id"]] = [float(np.log(round_quantile(rounds, 0.5))), within]
+        points[w.id] = [float(np.log(round_quantile(rounds, 0.5))), within]
     return points, left_out
 
 
-def observation(doc: dict, run_id: str, source: str) -> tuple[dict, list[str]]:
+def observation(run: Run, run_id: str, source: str) -> tuple[dict, list[str]]:
     """One run as the run-to-run file pools it (`run` its identity, `source` how it came:
     measured by `calibrate --run-to-run` or recorded before), and the workloads left out."""
-    points, left_out = observe(doc)
-    obs = {"run": run_id, "source": source, "created_unix_s": doc.get("created_unix_s"),
-           "setting": setting_of(doc), "points": points}  # fmt: skip
+    points, left_out = observe(run)
+    obs = {"run": run_id, "source": source, "created_unix_s": run.created_unix_s,
+           "setting": setting_of(run), "points": points}  # fmt: skip
     return obs, left_out
 
 
-def refusal(doc: dict, where: str, fingerprint_hash: str, suite_hash: str) -> str:
+def refusal(run: Run, where: str, fingerprint_hash: str, suite_hash: str) -> str:
     """Why a run bundle cannot be pooled into this device's figure ("" when it can): taken on
     another device, of another suite, or not a separate run of its own."""
-    env = doc.get("environment") or {}
-    fp = env.get("fingerprint") or {}
-    theirs = fp.get("hash") or (doc.get("knobs") or {}).get("device", "").split(":")[0] or None
+    fp = run.fingerprint
+    theirs = fp.get("hash") or (run.knobs or {}).get("device", "").split(":")[0] or None
     if theirs != fingerprint_hash:
         return (f"{where}: recorded on another device ({fp.get('label') or 'no label'}, "
                 f"fingerprint {theirs}), but this is fingerprint {fingerprint_hash}: it says "
                 "nothing of this device's run-to-run variation; pool it on its own "
                 "device")  # fmt: skip
-    theirs_suite = (doc.get("suite") or {}).get("hash")
+    theirs_suite = (run.suite or {}).get("hash")
     if theirs_suite != suite_hash:
         return (f"{where}: suite hash {theirs_suite}, but this reviewkit's suite is {suite_hash}: "
                 "its workloads are not the ones measured now; pool runs of this suite (re-run "
                 "it with this reviewkit)")  # fmt: skip
-    if doc.get("pairing"):
+    if pairing_of(run):
         return (f"{where}: one side of an interleaved `reviewkit ab`: both sides ran in one "
                 "process, so they are not separate runs; pool `reviewkit run` bundles")  # fmt: skip
-    if doc.get("distributed"):
+    if run.distributed:
         return (f"{where}: a distributed run (its ranks' skew is part of each median); pool "
                 "single-process `reviewkit run` bundles")  # fmt: skip
     return ""
@@ -210,11 +213,11 @@ class SideAllowance:
         return {**asdict(self), "from": self.origin()}
 
 
-def side_allowance(doc: dict, default_sd: float, floor_sd: float) -> SideAllowance:
+def side_allowance(run: Run, default_sd: float, floor_sd: float) -> SideAllowance:
     """The figure one run carries: its recorded device figure, never below the floor; the
     rubric's default (itself held at the floor or above) where it records none."""
-    rec = doc.get("run_to_run")
-    if isinstance(rec, dict) and rec.get("available"):
+    rec = run.run_to_run
+    if isinstance(rec, Mapping) and rec.get("available"):
         sd = float(rec["sd"])
         facts = {"measured_sd": sd, "runs": rec.get("runs"), "workloads": rec.get("workloads"),
                  "updated_unix_s": rec.get("updated_unix_s")}  # fmt: skip
@@ -222,7 +225,7 @@ def side_allowance(doc: dict, default_sd: float, floor_sd: float) -> SideAllowan
             return SideAllowance(floor_sd, FLOOR, **facts)
         return SideAllowance(sd, MEASURED, **facts)
     reason = NOT_RECORDED
-    if isinstance(rec, dict):
+    if isinstance(rec, Mapping):
         reason = "never measured on this device"
     return SideAllowance(max(default_sd, floor_sd), DEFAULT, reason=reason)
 
@@ -274,26 +277,26 @@ class Allowance:
 
 
 def choose(
-    base_doc: dict, cand_doc: dict, default_sd: float, floor_sd: float, per_device: bool = True
+    base: Run, cand: Run, default_sd: float, floor_sd: float, per_device: bool = True
 ) -> Allowance:
     """Each side's figure for an interval between two separate runs. Without `per_device` (a
     comparison without a rubric: statistics only) both sides take `default_sd` as given."""
     if not per_device:
         plain = SideAllowance(default_sd, DEFAULT, reason="per-device figures not applied")
         return Allowance(plain, plain)
-    return Allowance(side_allowance(base_doc, default_sd, floor_sd),
-                     side_allowance(cand_doc, default_sd, floor_sd))  # fmt: skip
+    return Allowance(side_allowance(base, default_sd, floor_sd),
+                     side_allowance(cand, default_sd, floor_sd))  # fmt: skip
 
 
-def recorded_text(doc: dict) -> str:
+def recorded_text(run: Run) -> str:
     """What a run's bundle says about its device's figure, for `show`."""
-    rec = doc.get("run_to_run")
-    if not isinstance(rec, dict):
+    rec = run.run_to_run
+    if not isinstance(rec, Mapping):
         return (f"run-to-run allowance: {NOT_RECORDED}; a comparison with another separate run "
                 "takes the rubric's default run_to_run_sd")  # fmt: skip
     if not rec.get("available"):
         return (f"run-to-run allowance from: {rec.get('reason')}; a comparison with another "
                 "separate run takes the rubric's default run_to_run_sd")  # fmt: skip
-    side = side_allowance(doc, 0.0, 0.0)
+    side = side_allowance(run, 0.0, 0.0)
     return (f"run-to-run allowance from: {side.origin()}, {pct(side.sd)} per run; a comparison "
             "with another separate run carries it (never below the rubric's floor)")  # fmt: skip

@@ -5,7 +5,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.stats import SampleStats
 
 
 class Target(Protocol):
@@ -25,9 +28,9 @@ def matching_targets(targets: Iterable[Target], workload_id: str, key: str) -> l
             or fnmatch.fnmatchcase(key, t.workload)]  # fmt: skip
 
 
-def calls_per_s(stats: dict) -> float:
+def calls_per_s(stats: SampleStats) -> float:
     """Throughput of one call at a time, as a run measures it: 1 / mean latency."""
-    return 1 / stats["mean_s"]
+    return 1 / stats.mean_s
 
 
 @dataclass(frozen=True)

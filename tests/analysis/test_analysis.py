@@ -1,6 +1,7 @@
 """Roofline numbers against hand-worked cases (docs/metrics.md's definitions, term by term)."""
 
 import pytest
+from runfactory import analysed
 
 from reviewkit.analysis.bottleneck import lever, per_op_roof
 from reviewkit.analysis.roofline import (
@@ -15,13 +16,13 @@ from reviewkit.analysis.roofline import (
     TAIL_RISK,
     UNCLASSIFIED,
     aggregate,
-    analyse_run,
     energy_aggregate,
     energy_confidence,
     flags,
     roofline,
     workload_energy,
 )
+from reviewkit.bundle.records import Workload
 
 P = 1e12  # peak FLOP/s
 W = 1e11  # peak bytes/s; ridge point P/W = 10 FLOP/byte
@@ -233,6 +234,12 @@ def test_layer_aggregate_counts_faster_than_roofline_workloads():
     assert agg["gemm"].mfu == pytest.approx(2e-3 / 1.75e-3)
 
 
+def _analysed(ceilings, workloads):
+    """A hand-made run of `workloads` against `ceilings`, analysed."""
+    return analysed({"suite": {}, "environment": {}, "knobs": {}, "ceilings": ceilings,
+                     "workloads": workloads})  # fmt: skip
+
+
 def _raw_workload(dtype, flops, bytes_, samples, overhead=None):
     w = {
         "id": f"x.{dtype}",
@@ -252,23 +259,22 @@ def test_analyse_run_recomputes_from_samples():
     # Median of [1, 1.25, 1.5] ms = 1.25 ms -> the compute-bound hand case above, its floor
     # call's median 50 us.
     floor = {"available": True, "method": "floor-call", "samples_s": [40e-6, 50e-6, 60e-6]}
-    doc = {
-        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
-        "workloads": [
+    run = _analysed(
+        {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+        [
             _raw_workload("fp32", 1e9, 1e6, [1.5e-3, 1.0e-3, 1.25e-3], floor),
             {**_raw_workload("fp32", 1, 1, []), "id": "failed", "status": "unsupported"},
         ],
-    }
-    analyse_run(doc)
-    w = doc["workloads"][0]
-    assert w["stats"]["p50_s"] == pytest.approx(1.25e-3)
-    assert w["mfu"] == pytest.approx(0.8)
-    assert w["fractions"]["overhead"] == pytest.approx(0.04)
-    assert w["fractions"]["inefficiency"] == pytest.approx(0.16)
-    assert w["overhead_method"] == "floor-call" and w["bottleneck"] == COMPUTE_BOUND
-    assert doc["workloads"][1]["mfu"] is None
-    assert doc["layer_types"]["gemm"]["mfu"] == pytest.approx(0.8)
-    assert doc["layer_types_by_dtype"]["fp32"]["gemm"]["workloads"] == 1
+    )
+    w = run.workloads[0]
+    assert w.stats.p50_s == pytest.approx(1.25e-3)
+    assert w.mfu == pytest.approx(0.8)
+    assert w.decomposition.overhead_fraction == pytest.approx(0.04)
+    assert w.decomposition.inefficiency_fraction == pytest.approx(0.16)
+    assert w.overhead_method == "floor-call" and w.bottleneck == COMPUTE_BOUND
+    assert run.workloads[1].mfu is None
+    assert run.layer_types["gemm"].mfu == pytest.approx(0.8)
+    assert run.layer_types_by_dtype["fp32"]["gemm"].workloads == 1
 
 
 def test_analyse_run_takes_the_floors_own_work_out_with_its_double():
@@ -276,24 +282,18 @@ def test_analyse_run_takes_the_floors_own_work_out_with_its_double():
     # meets zero work at 2 x 10 - 14 = 6 us. The call: 100 us -> overhead 6%.
     floor = {"available": True, "method": "floor-call", "samples_s": [9e-6, 10e-6, 11e-6],
              "double_samples_s": [13e-6, 14e-6, 15e-6]}  # fmt: skip
-    doc = {
-        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
-        "workloads": [_raw_workload("fp32", 5e7, 1e6, [99e-6, 100e-6, 101e-6], floor)],
-    }
-    analyse_run(doc)
-    assert doc["workloads"][0]["decomposition"]["overhead_time_s"] == pytest.approx(6e-6)
-    assert doc["workloads"][0]["fractions"]["overhead"] == pytest.approx(0.06)
+    run = _analysed({"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+                    [_raw_workload("fp32", 5e7, 1e6, [99e-6, 100e-6, 101e-6], floor)])
+    assert run.workloads[0].decomposition.overhead_time_s == pytest.approx(6e-6)
+    assert run.workloads[0].decomposition.overhead_fraction == pytest.approx(0.06)
 
 
 def test_analyse_run_reads_a_graph_replay_as_eager_minus_replay():
     # Eager median 30 us, CUDA-graph replay median 18 us: t_o = 12 us of 30 us = 0.4.
     graph = {"available": True, "method": "cuda-graph", "samples_s": [17e-6, 18e-6, 19e-6]}
-    doc = {
-        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
-        "workloads": [_raw_workload("fp32", 1e6, 1e6, [29e-6, 30e-6, 31e-6], graph)],
-    }
-    analyse_run(doc)
-    assert doc["workloads"][0]["fractions"]["overhead"] == pytest.approx(0.4)
+    run = _analysed({"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
+                    [_raw_workload("fp32", 1e6, 1e6, [29e-6, 30e-6, 31e-6], graph)])
+    assert run.workloads[0].decomposition.overhead_fraction == pytest.approx(0.4)
 
 
 # --- energy: work per joule over the measured window ------------------------------------------
@@ -340,6 +340,10 @@ def test_counter_that_did_not_advance_gives_no_value():
 
 
 def _metered(wid, layer_type, flops, joules, window_s, calls, dtype="fp32"):
+    return Workload.from_json(_metered_doc(wid, layer_type, flops, joules, window_s, calls, dtype))
+
+
+def _metered_doc(wid, layer_type, flops, joules, window_s, calls, dtype="fp32"):
     # Samples sum to 80% of the window (the window also holds the loop's bookkeeping).
     return {
         **_raw_workload(dtype, flops, 1e6, [0.8 * window_s / calls] * calls),
@@ -367,8 +371,10 @@ def test_energy_aggregate_by_hand():
 
 def test_energy_aggregate_is_absent_unless_every_workload_has_energy():
     a = _metered("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
-    bare = {**_raw_workload("fp32", 1e9, 1e6, [1e-3]), "id": "bare"}
-    why = {**bare, "id": "why", "energy": {"available": False, "reason": "no RAPL here"}}
+    bare_doc = {**_raw_workload("fp32", 1e9, 1e6, [1e-3]), "id": "bare"}
+    bare = Workload.from_json(bare_doc)
+    why = Workload.from_json({**bare_doc, "id": "why",
+                              "energy": {"available": False, "reason": "no RAPL here"}})
     agg = energy_aggregate([a, bare])
     assert agg["available"] is False
     assert agg["reason"] == (
@@ -380,34 +386,31 @@ def test_energy_aggregate_is_absent_unless_every_workload_has_energy():
 
 
 def test_analyse_run_aggregates_energy_per_layer_type():
-    a = _metered("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
-    b = _metered("b", "gemm", 2e9, joules=30.0, window_s=1.0, calls=10, dtype="bf16")
+    a = _metered_doc("a", "gemm", 1e9, joules=10.0, window_s=0.5, calls=40)
+    b = _metered_doc("b", "gemm", 2e9, joules=30.0, window_s=1.0, calls=10, dtype="bf16")
     n = {**_raw_workload("fp32", 1e6, 1e6, [1e-3] * 3), "id": "n", "layer_type": "norm"}
     failed = {**_raw_workload("fp32", 1, 1, []), "id": "f", "status": "unsupported",
               "energy": {"available": False, "reason": "not measured: unsupported"}}  # fmt: skip
     a["energy"]["avg_watts"] = 999.0  # a stale derived number: recomputed from joules/window
-    doc = {
-        "ceilings": {
-            "compute": {"fp32": {"peak": P}, "bf16": {"peak": P}}, "bandwidth": {"peak": W},
-        },
-        "workloads": [a, b, n, failed],
-    }  # fmt: skip
-    analyse_run(doc)
-    assert doc["workloads"][0]["energy"]["avg_watts"] == pytest.approx(20.0)  # 10 J / 0.5 s
-    gemm = doc["layer_energy"]["gemm"]
+    run = _analysed(
+        {"compute": {"fp32": {"peak": P}, "bf16": {"peak": P}}, "bandwidth": {"peak": W}},
+        [a, b, n, failed],
+    )  # fmt: skip
+    assert run.workloads[0].energy["avg_watts"] == pytest.approx(20.0)  # 10 J / 0.5 s
+    gemm = run.layer_energy["gemm"]
     assert gemm["available"] and gemm["flops_per_joule"] == pytest.approx(1.5e9)  # as above
     assert gemm["avg_watts"] == pytest.approx(40 / 1.5)
     # norm's one workload has no reading: absent, with the reason (the failed one is not
     # measured, so it is not counted against any layer type).
-    assert doc["layer_energy"]["norm"] == {
+    assert run.layer_energy["norm"] == {
         "available": False,
         "reason": "1 of 1 measured workload(s) have no energy reading (n: no energy recorded "
         "for this workload)",
     }
-    assert set(doc["layer_energy"]) == {"gemm", "norm"}
+    assert set(run.layer_energy) == {"gemm", "norm"}
     # By dtype: fp32 gemm is a alone (1e9 x 40 / 10 J = 4e9), bf16 gemm is b (2e9 x 10 / 30 J).
-    assert doc["layer_energy_by_dtype"]["fp32"]["gemm"]["flops_per_joule"] == pytest.approx(4e9)
-    assert doc["layer_energy_by_dtype"]["bf16"]["gemm"]["flops_per_joule"] == pytest.approx(
+    assert run.layer_energy_by_dtype["fp32"]["gemm"]["flops_per_joule"] == pytest.approx(4e9)
+    assert run.layer_energy_by_dtype["bf16"]["gemm"]["flops_per_joule"] == pytest.approx(
         2e10 / 30
     )
 
@@ -419,15 +422,13 @@ def test_a_composite_whose_counted_ops_miss_its_flops_keeps_the_fused_roof():
     ops = {"ops": [{"op": "aten::_transformer_encoder_layer_fwd", "calls": 1, "flops": 0,
                     "bytes": 10_000_000, "dtype": "fp32"}]}  # fmt: skip
     floor = {"available": True, "method": "floor-call", "samples_s": [1e-4] * 3}
-    doc = {
-        "ceilings": {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}},
-        "workloads": [{**_raw_workload("fp32", 2e9, 2e6, [3e-3] * 3, floor),
-                       "layer_type": "block", "op_profile": ops}],
-    }  # fmt: skip
-    w = analyse_run(doc)["workloads"][0]
-    assert w["bottleneck"] == COMPUTE_BOUND and w["fusion_headroom_fraction"] is None
+    ceilings = {"compute": {"fp32": {"peak": P}}, "bandwidth": {"peak": W}}
+    block = {**_raw_workload("fp32", 2e9, 2e6, [3e-3] * 3, floor), "layer_type": "block",
+             "op_profile": ops}  # fmt: skip
+    w = _analysed(ceilings, [block]).workloads[0]
+    assert w.bottleneck == COMPUTE_BOUND and w.fusion_headroom_fraction is None
     # with its GEMMs counted (1.9e9 of 2e9 FLOPs) the per-op roof applies
     ops["ops"] = [{"op": "aten::addmm", "calls": 2, "flops": 950_000_000, "bytes": 1_000_000,
                    "dtype": "fp32"}]  # fmt: skip
-    w = analyse_run(doc)["workloads"][0]
-    assert w["fusion_headroom_fraction"] is not None
+    w = _analysed(ceilings, [block]).workloads[0]
+    assert w.fusion_headroom_fraction is not None

@@ -6,21 +6,25 @@ import sys
 
 import numpy as np
 import pytest
-from runfactory import make_run
+from runfactory import analysed, make_run
 
-from reviewkit.analysis.compare import FASTER, SLOWER, compare, knob_diff, slice_key
+from reviewkit.analysis.compare import FASTER, SLOWER, compare, knob_diff, shape_key, slice_key
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.records import Workload
 from reviewkit.bundle.run import load_run
 
 
-def _doc(samples_by_name: dict, dtype="fp32", knobs=None, suite_hash="h"):
-    return analyse_run({
-        "suite": {"hash": suite_hash}, "knobs": {"dtypes": [dtype], **(knobs or {})},
+def _doc(samples_by_name: dict, dtype="fp32", knobs=None, suite_hash="h", round_sizes=None):
+    """An analysed run of one workload per name; `round_sizes` maps a name to its rounds."""
+    return analysed({
+        "suite": {"hash": suite_hash}, "environment": {},
+        "knobs": {"dtypes": [dtype], **(knobs or {})},
         "ceilings": {"compute": {dtype: {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
         "workloads": [
             {"id": f"{name}.{dtype}", "layer_type": name.split(".")[0], "dtype": dtype,
              "status": "ok", "flops": 1e6, "bytes": 1e6, "samples_s": list(s),
-             "params": {}, "reproduce": ""}
+             "params": {}, "reproduce": "",
+             **({"round_sizes": round_sizes[name]} if name in (round_sizes or {}) else {})}
             for name, s in samples_by_name.items()
         ],
     })  # fmt: skip
@@ -80,7 +84,8 @@ def test_knob_diff_and_dtype_pairing():
     assert c.paired_by == "shape (dtype differs)"
     assert c.workloads[0].key == "gemm.a"
     assert knob_diff({"a": 1}, {"a": 1, "b": 2})[0].knob == "b"
-    assert slice_key({"id": "gemm.x.b1s128.bf16", "dtype": "bf16"}) == "gemm.x.b1s128"
+    w = Workload(id="gemm.x.b1s128.bf16", layer_type="gemm", dtype="bf16", status="ok")
+    assert slice_key(w) == shape_key(w.id, w.dtype) == "gemm.x.b1s128"
 
 
 def test_different_suites_compare_on_common_workloads_with_a_warning():
@@ -153,9 +158,8 @@ def test_the_design_counts_the_workloads_measured_in_one_round():
     # the CPU-to-H200 review read "percentile bootstrap ... (one round ...)" as if the whole
     # comparison had one round, when one workload of 96 had
     rounds = {"gemm.a": _normal(1.0, n=40, seed=1), "gemm.b": _normal(2.0, n=40, seed=2)}
-    base, cand = _doc(rounds), _doc(rounds)
-    for doc in (base, cand):
-        doc["workloads"][0]["round_sizes"] = [10, 10, 10, 10]  # gemm.a: four rounds
+    four = {"gemm.a": [10, 10, 10, 10]}  # gemm.a: four rounds
+    base, cand = _doc(rounds, round_sizes=four), _doc(rounds, round_sizes=four)
     design = compare(base, cand).design
     assert design.endswith("; 1 of 2 workloads: percentile bootstrap of the samples (one round: "
                            "the drift between rounds not in it)")  # fmt: skip

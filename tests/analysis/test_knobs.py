@@ -29,6 +29,7 @@ from reviewkit.analysis.knobs import (
     shown_value,
 )
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.records import Run
 
 TORCH_WHY = "the framework release picks the kernels, fusions and dispatch of every workload"
 # The default rubric's policy (rubrics/default.toml, item single-knob).
@@ -46,20 +47,21 @@ GPU = {**CPU, "device": "cuda", "device_name": "NVIDIA H200", "threads": 8,
        "cudnn_benchmark": False}  # fmt: skip
 
 
-def run(knobs: dict, **environment) -> dict:
-    """A one-workload run with `knobs` and `environment`, as a bundle records them."""
-    return {"knobs": knobs, "environment": environment}
+def run(knobs: dict, **environment) -> Run:
+    """A run with `knobs` and `environment`, as a bundle records them."""
+    return Run.from_json({"suite": {}, "knobs": knobs, "environment": environment,
+                          "ceilings": {}, "workloads": []})  # fmt: skip
 
 
-def analysed(knobs: dict, **environment) -> dict:
+def analysed(knobs: dict, **environment):
     dtype = knobs["dtypes"][0]
-    return analyse_run({
+    return analyse_run(Run.from_json({
         "suite": {"hash": "h"}, "knobs": knobs, "environment": environment,
         "ceilings": {"compute": {dtype: {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
         "workloads": [{"id": f"gemm.a.{dtype}", "layer_type": "gemm", "dtype": dtype,
                        "status": "ok", "flops": 1e6, "bytes": 1e6, "samples_s": [1.0] * 5,
                        "params": {}, "reproduce": ""}],
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 # --- environment confounders -----------------------------------------------------------------
@@ -236,7 +238,7 @@ def test_the_diff_rows_say_how_each_difference_reads():
     base = run(CPU, torch_version="2.13.0+cpu", git_commit=A)
     cand = run({**GPU, "seq_sweep": [64]}, torch_version="2.13.0+cu130", git_commit=A + "+dirty",
                cuda="13.0")  # fmt: skip
-    diff = changes(base["knobs"], cand["knobs"])
+    diff = changes(base.knobs, cand.knobs)
     env = tuple(environment_changes(base, cand))
     table = diff_rows(diff, read_knobs(diff, POLICY), env)
     assert [(r.what, r.role) for r in table] == [

@@ -68,17 +68,22 @@ def constant(t_s: float, n: int = 200) -> list[float]:
 def cuda_run(folder, dtype: str = "fp32", **kw):
     """A runfactory run as a CUDA A100 records it: the datasheet peak is what MFU uses."""
     make_run(folder, dtype=dtype, knobs={**CUDA_KNOBS, **kw.pop("knobs", {})}, **kw)
-    doc = load_run(folder)
-    doc["ceilings"] = {
+    run = load_run(folder)
+    run = run.with_values(ceilings={
         "compute": {dtype: ceilings.choose(A100_MEASURED_FP32, "test mm sweep",
                                            A100.peak_flops_per_s[dtype], A100.reference).to_json()},
         "bandwidth": ceilings.choose(A100_MEASURED_BYTES, "test copy", A100.peak_bytes_per_s,
                                      A100.reference).to_json(),
         "datasheet_entry": A100.name,
-    }  # fmt: skip
-    doc["environment"].update(device_type="cuda", device_name=CUDA_NAME)
-    write_run(folder, analyse_run(doc))
+    }, environment={**run.environment, "device_type": "cuda",
+                    "device_name": CUDA_NAME})  # fmt: skip
+    write_run(folder, analyse_run(run))
     return folder
+
+
+def analysed_bundle(folder):
+    """The run bundle in `folder`, analysed (a bundle is read back as measured)."""
+    return analyse_run(load_run(folder))
 
 
 def cross_review() -> dict:
@@ -250,8 +255,8 @@ def test_device_change_is_one_knob_even_with_cuda_only_settings(cross):
 
 
 def test_cuda_switches_count_when_both_runs_are_cuda(tmp_path):
-    base = load_run(cuda_run(tmp_path / "a"))
-    cand = load_run(cuda_run(tmp_path / "b", knobs={"cuda_matmul_allow_tf32": True}))
+    base = analysed_bundle(cuda_run(tmp_path / "a"))
+    cand = analysed_bundle(cuda_run(tmp_path / "b", knobs={"cuda_matmul_allow_tf32": True}))
     assert [k.knob for k in compare(base, cand).mapping_knob_changes()] == [
         "cuda_matmul_allow_tf32"
     ]
@@ -331,10 +336,10 @@ def test_one_device_says_so_instead_of_a_chart(tmp_path):
 def test_labels_are_short_and_unique(tmp_path):
     xeon = "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz"
     docs = [
-        ("baseline", load_run(make_run(tmp_path / "a", knobs={"device_name": xeon}))),
-        ("candidate 1", load_run(make_run(tmp_path / "b", knobs={"threads": 8}))),
-        ("candidate 2", load_run(make_run(tmp_path / "c", knobs={"threads": 16}))),
-        ("candidate 3", load_run(make_run(tmp_path / "d", knobs={"threads": 16}))),
+        ("baseline", analysed_bundle(make_run(tmp_path / "a", knobs={"device_name": xeon}))),
+        ("candidate 1", analysed_bundle(make_run(tmp_path / "b", knobs={"threads": 8}))),
+        ("candidate 2", analysed_bundle(make_run(tmp_path / "c", knobs={"threads": 16}))),
+        ("candidate 3", analysed_bundle(make_run(tmp_path / "d", knobs={"threads": 16}))),
     ]
     labels = [p.label for p in build_matrix(docs).platforms]
     assert labels == [
@@ -350,10 +355,11 @@ def test_labels_are_short_and_unique(tmp_path):
 def test_a_run_of_two_dtypes_is_two_platforms_lined_up_by_slice(tmp_path):
     fp32 = load_run(make_run(tmp_path / "a", dtype="fp32"))
     bf16 = load_run(make_run(tmp_path / "b", dtype="bf16", speedup=2.0))
-    both = {**fp32, "knobs": {**fp32["knobs"], "dtypes": ["fp32", "bf16"]},
-            "workloads": fp32["workloads"] + bf16["workloads"],
-            "ceilings": {"compute": {**fp32["ceilings"]["compute"], **bf16["ceilings"]["compute"]},
-                         "bandwidth": fp32["ceilings"]["bandwidth"]}}  # fmt: skip
+    both = fp32.with_values(
+        knobs={**fp32.knobs, "dtypes": ["fp32", "bf16"]},
+        workloads=fp32.workloads + bf16.workloads,
+        ceilings={"compute": {**fp32.ceilings["compute"], **bf16.ceilings["compute"]},
+                  "bandwidth": fp32.ceilings["bandwidth"]})  # fmt: skip
     matrix = build_matrix([("baseline", analyse_run(both))])
     assert [p.label for p in matrix.platforms] == ["Test CPU · fp32", "Test CPU · bf16"]
     assert not matrix.multi_device
@@ -364,11 +370,11 @@ def test_a_run_of_two_dtypes_is_two_platforms_lined_up_by_slice(tmp_path):
 
 
 def test_missing_failed_and_ceiling_less_cells_say_why(tmp_path):
-    base = load_run(make_run(tmp_path / "a"))
+    base = analysed_bundle(make_run(tmp_path / "a"))
     partial = load_run(make_run(tmp_path / "b", only=(MODEL, GEMM), status_for={GEMM: "error"},
                                 knobs=CUDA_KNOBS))  # fmt: skip
-    partial["ceilings"] = {"compute": {}, "bandwidth": partial["ceilings"]["bandwidth"]}
-    analyse_run(partial)
+    partial = analyse_run(partial.with_values(
+        ceilings={"compute": {}, "bandwidth": partial.ceilings["bandwidth"]}))
     targets = [SlaTarget(workload="gemm.*", p99_s=0.05)]
     m = build_matrix([("baseline", base), ("candidate", partial)], targets)
     gpu = "A100-SXM4-80GB · fp32"
@@ -397,8 +403,9 @@ def test_judge_sla_rules():
 
 def test_id_glob_holds_only_the_matching_dtype(tmp_path):
     # "model.*.bf16" matches ids, not slice keys: only the bf16 platform is held to it.
-    fp32 = load_run(make_run(tmp_path / "a", samples_for={MODEL: constant(0.2)}))
-    bf16 = load_run(cuda_run(tmp_path / "b", dtype="bf16", samples_for={MODEL: constant(0.2)}))
+    fp32 = analysed_bundle(make_run(tmp_path / "a", samples_for={MODEL: constant(0.2)}))
+    bf16 = analysed_bundle(cuda_run(tmp_path / "b", dtype="bf16",
+                                    samples_for={MODEL: constant(0.2)}))  # fmt: skip
     m = build_matrix([("baseline", fp32), ("candidate", bf16)],
                      [SlaTarget(workload="model.*.bf16", p99_s=0.1)])  # fmt: skip
     assert m.cell(MODEL, "Test CPU · fp32").sla == NO_TARGET
@@ -412,8 +419,8 @@ def test_id_glob_holds_only_the_matching_dtype(tmp_path):
 
 
 def test_chart_cells_marks_and_missing(tmp_path):
-    base = load_run(make_run(tmp_path / "a", samples_for={GEMM: constant(0.08)}))
-    gpu_doc = load_run(cuda_run(tmp_path / "b", only=(MODEL, GEMM)))
+    base = analysed_bundle(make_run(tmp_path / "a", samples_for={GEMM: constant(0.08)}))
+    gpu_doc = analysed_bundle(cuda_run(tmp_path / "b", only=(MODEL, GEMM)))
     m = build_matrix([("baseline", base), ("candidate", gpu_doc)],
                      [SlaTarget(workload=GEMM, p99_s=0.05)])  # fmt: skip
     cells = [{**c.to_json(), "device_name": "x", "dtype": "fp32", "peak_source": "measured"}

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from runfactory import fake_clock_run
+from runfactory import analysed, fake_clock_run
 
 from reviewkit.analysis.compare import Margins, compare
-from reviewkit.analysis.roofline import analyse_run
 from reviewkit.analysis.stats import (
     EQUIVALENT,
     FASTER,
@@ -134,10 +133,11 @@ def test_an_aa_with_drift_between_rounds_is_never_faster_or_slower():
         assert {w.verdict for w in comp.workloads} <= {EQUIVALENT, INCONCLUSIVE}
         assert {x.verdict for x in comp.layer_types} <= {EQUIVALENT, INCONCLUSIVE}
         assert not comp.p99_regressions
-        for doc in (a, b):  # the same samples as one window (a v2 bundle)
+        docs = [a.to_json(), b.to_json()]
+        for doc in docs:  # the same samples as one window (a v2 bundle)
             for w in doc["workloads"]:
                 w["round_sizes"] = [len(w["samples_s"])]
-        pooled = compare(analyse_run(a), analyse_run(b), margins=Margins(0.0, 0.05, 0.05))
+        pooled = compare(*map(analysed, docs), margins=Margins(0.0, 0.05, 0.05))
         pooled_directional += sum(w.verdict in (FASTER, SLOWER) for w in pooled.workloads)
     assert pooled_directional > 20  # the defect the rounds remove: noise called a change
 
@@ -157,10 +157,10 @@ def test_a_real_effect_under_drift_is_found_with_interleaving():
 
 def test_one_denominator_on_one_device_and_a_moved_ceiling_is_a_finding():
     a = _drifting_run(0, drift_sd=0.0)
-    b = _drifting_run(0, drift_sd=0.0)  # the same samples
+    b = _drifting_run(0, drift_sd=0.0).to_json()  # the same samples
     b["ceilings"]["compute"]["fp32"]["peak"] = 1.2e12  # calibrated 20% higher this time
-    b = analyse_run(b)
-    assert b["workloads"][0]["mfu"] != a["workloads"][0]["mfu"]  # each against its own
+    b = analysed(b)
+    assert b.workloads[0].mfu != a.workloads[0].mfu  # each against its own
     comp = compare(a, b, margins=MARGINS)
     assert comp.denominator.startswith("the baseline's ceilings")
     assert all(w.mfu_delta == pytest.approx(0.0) for w in comp.workloads)
@@ -187,7 +187,7 @@ def test_the_interval_on_five_paired_rounds_by_hand():
     docs = []
     for side, levels in (("baseline", [1.0] * 5), ("candidate", cand)):
         doc = {
-            "suite": {"hash": "h"},
+            "suite": {"hash": "h"}, "environment": {},
             "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
             "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
             "pairing": {**pairing, "side": side},
@@ -196,7 +196,7 @@ def test_the_interval_on_five_paired_rounds_by_hand():
                            "samples_s": [x for x in levels for _ in range(20)],
                            "round_sizes": [20] * 5, "params": {}, "reproduce": ""}],
         }  # fmt: skip
-        docs.append(analyse_run(doc))
+        docs.append(analysed(doc))
     (w,) = compare(*docs, margins=MARGINS).workloads
     assert w.median_ratio == pytest.approx(1.0)
     low, high = w.median_ratio_ci
@@ -227,26 +227,28 @@ def test_call_paired_ratios_by_hand():
     assert len(call_paired_log_ratios([np.array([1.0]), np.array([])], [np.array([1.1])] * 2)) == 1
 
 
-def _alternated_pair(seed: int, effect: float, shared_sd: float, rounds: int = 10, n: int = 40):
+def _alternated_pair(seed: int, effect: float, shared_sd: float, rounds: int = 10, n: int = 40,
+                     calls: str | None = "alternated"):  # fmt: skip
     """An interleaved A/B on a fake clock: in each round both sides' calls alternate; the i-th
     calls of the two sides run in the same machine state (a factor with `shared_sd` spread,
     drawn per pair of neighbouring calls: a burst of a neighbour's traffic, a preemption) and
-    each call has 1% noise of its own."""
+    each call has 1% noise of its own. `calls=None`: the pairing record does not say the calls
+    alternated (the same samples)."""
     rng = np.random.default_rng(seed)
     docs = []
     states = [np.exp(rng.normal(0, shared_sd, n)) for _ in range(rounds)]
     for side, factor in (("baseline", 1.0), ("candidate", effect)):
         samples = [x for state in states for x in factor * state * (1 + rng.normal(0, 0.01, n))]
         doc = {
-            "suite": {"hash": "h"},
+            "suite": {"hash": "h"}, "environment": {},
             "knobs": {"dtypes": ["fp32"], "device": "cpu", "device_name": "Test CPU"},
             "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
-            "pairing": {"id": "p", "side": side, "calls": "alternated"},
+            "pairing": {"id": "p", "side": side, **({"calls": calls} if calls else {})},
             "workloads": [{"id": "gemm.a.fp32", "layer_type": "gemm", "dtype": "fp32",
                            "status": "ok", "flops": 1e6, "bytes": 1e6, "samples_s": samples,
                            "round_sizes": [n] * rounds, "params": {}, "reproduce": ""}],
         }  # fmt: skip
-        docs.append(analyse_run(doc))
+        docs.append(analysed(doc))
     return docs
 
 
@@ -262,7 +264,6 @@ def test_alternated_calls_cancel_the_state_neighbouring_calls_share():
         assert [w.verdict for w in aa.workloads] == [EQUIVALENT]
         slow_docs = _alternated_pair(seed + 100, 1.1, 0.3)
         assert [w.verdict for w in compare(*slow_docs, margins=MARGINS).workloads] == [SLOWER]
-        for doc in slow_docs:
-            doc["pairing"].pop("calls")
+        slow_docs = _alternated_pair(seed + 100, 1.1, 0.3, calls=None)
         without += compare(*slow_docs, margins=MARGINS).workloads[0].verdict == SLOWER
     assert without <= 5

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from runfactory import fake_clock_run
+from runfactory import analysed, fake_clock_run
 
 from reviewkit.analysis.compare import Margins, compare
-from reviewkit.analysis.roofline import analyse_run
 from reviewkit.analysis.stats import (
     EQUIVALENT,
     FASTER,
@@ -73,10 +72,10 @@ def _separate_run(rng, run_sd, effect=1.0, names=("gemm.a", "gemm.b", "norm.c"))
     it), then 3% drift between five rounds and 1% noise between calls."""
     run_level = effect * np.exp(rng.normal(0.0, run_sd))
     levels = run_level * (1 + rng.normal(0.0, 0.03, 5))
-    doc = _doc(list(levels), names=names)
+    doc = _doc(list(levels), names=names).to_json()
     for w in doc["workloads"]:
         w["samples_s"] = [x * (1 + rng.normal(0.0, 0.01)) for x in w["samples_s"]]
-    return analyse_run(doc)
+    return analysed(doc)
 
 
 def test_separate_aa_runs_whose_machine_state_lasts_a_run_are_not_called_different():

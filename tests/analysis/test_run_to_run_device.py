@@ -8,11 +8,13 @@ import math
 
 import numpy as np
 import pytest
+from runfactory import analysed
 from runfactory import separate_run as fake_run
 
 from reviewkit.analysis import run_to_run
 from reviewkit.analysis.compare import STATISTICAL_ONLY, Margins, compare
 from reviewkit.analysis.stats import FASTER, INCONCLUSIVE, SLOWER
+from reviewkit.bundle.records import Run
 from reviewkit.review.checks import CHECKS
 from reviewkit.review.gate import margins_of
 from reviewkit.review.rubric import load_rubric
@@ -72,8 +74,7 @@ def test_runs_at_another_setting_are_not_repeats():
     docs = []
     for threads, effect in ((1, 1.0), (1, 1.0), (2, 0.5), (2, 0.5)):
         doc = fake_run(rng, 0.01, effect=effect)
-        doc["knobs"]["threads"] = threads
-        docs.append(doc)
+        docs.append(doc.with_values(knobs={**doc.knobs, "threads": threads}))
     est = run_to_run.estimate(_observations(docs))
     assert est.sd < 0.03  # mixing the settings would read log(2) / sqrt(2) ~ 0.49
     assert est.workloads == 10 and est.runs == 4
@@ -103,14 +104,17 @@ def measured(sd, runs=6, workloads=5, when=1_780_000_000.0):  # 2026-05-28 UTC
 NEVER = {"available": False, "reason": "none measured for this device (fingerprint f)"}
 
 
-def _exact(level, rounds=5, record=None):
+def _exact(level, rounds=5, record=None, pairing=None):
     """A run whose every call takes `level`: its rounds show no variation at all, so an
-    interval between two such runs is exactly the run-to-run allowance."""
+    interval between two such runs is exactly the run-to-run allowance. `pairing` makes it
+    one side of an interleaved A/B."""
     doc = fake_run(np.random.default_rng(0), 0.0, rounds=rounds, round_sd=0.0, call_sd=0.0,
-                   names=("gemm.a",), record=record)  # fmt: skip
+                   names=("gemm.a",), record=record).to_json()  # fmt: skip
     for w in doc["workloads"]:
         w["samples_s"] = [level] * len(w["samples_s"])
-    return doc
+    if pairing:
+        doc["pairing"] = pairing
+    return analysed(doc)
 
 
 def test_the_default_rubric_keeps_a_default_and_a_floor():
@@ -193,9 +197,8 @@ def test_the_layer_types_carry_the_same_variance():
 
 def test_an_ab_carries_no_allowance_measured_or_not():
     pairing = {"id": "p"}
-    base = _exact(1.0, record=measured(0.08))
-    cand = _exact(1.2, record=measured(0.08))
-    base["pairing"], cand["pairing"] = {**pairing, "side": "baseline"}, {**pairing, "side": "c"}
+    base = _exact(1.0, record=measured(0.08), pairing={**pairing, "side": "baseline"})
+    cand = _exact(1.2, record=measured(0.08), pairing={**pairing, "side": "c"})
     comp = compare(base, cand, margins=RUBRIC)
     assert comp.workloads[0].median_ratio_ci == pytest.approx((1.2, 1.2))
     assert comp.workloads[0].verdict == SLOWER
@@ -216,9 +219,15 @@ def test_the_default_itself_is_held_at_the_floor():
     assert comp.run_to_run.baseline.sd == 0.01
 
 
+def _recording(**doc) -> Run:
+    """A run bundle of no workloads that records `doc` (its run_to_run figure)."""
+    return Run.from_json({"suite": {}, "environment": {}, "knobs": {}, "ceilings": {},
+                          "workloads": [], **doc})  # fmt: skip
+
+
 def test_show_says_where_the_figure_came_from():
-    assert run_to_run.recorded_text({"run_to_run": measured(0.012)}).startswith(
+    assert run_to_run.recorded_text(_recording(run_to_run=measured(0.012))).startswith(
         "run-to-run allowance from: measured for this device: 6 runs of 5 workloads, "
         "2026-05-28, 1.2% per run")  # fmt: skip
-    assert "takes the rubric's default" in run_to_run.recorded_text({"run_to_run": NEVER})
-    assert "records no per-device figure" in run_to_run.recorded_text({})
+    assert "takes the rubric's default" in run_to_run.recorded_text(_recording(run_to_run=NEVER))
+    assert "records no per-device figure" in run_to_run.recorded_text(_recording())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reviewkit.analysis.sla import calls_per_s, judge, matching_targets
+from reviewkit.analysis.stats import summarise
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ def test_a_target_matches_by_id_or_by_the_shape_without_dtype():
 
 
 def test_throughput_is_one_over_the_mean_and_limits_are_inclusive():
-    assert calls_per_s({"mean_s": 0.125}) == 8.0  # 1 / 0.125 s
+    assert calls_per_s(summarise([0.125] * 3)) == 8.0  # 1 / 0.125 s
     t = T("m", p99_s=0.15, min_throughput_per_s=8.0)
     assert judge(t, 0.15, 8.0).met  # exactly at both limits: met
     assert judge(t, 0.1500001, 9.0).p99_ok is False
