@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence import loadgen
@@ -18,6 +18,9 @@ from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.review.reviewfile import Review
 from reviewkit.review.rubric import Rubric
 from reviewkit.review.status import FAIL, PASS
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
 
 PRECISION_CHECK = "precision-quality"  # the rubric item whose params are the quality limits
 FIT_CHECK = fitmatrix.CHECK
@@ -97,7 +100,7 @@ class CitedEvidence:
 
     review: Review
     rubric: Rubric | None  # None: a check run on its own (it reads its thresholds itself)
-    candidates: tuple[tuple[Path, dict], ...]
+    candidates: tuple[tuple[Path, AnalysedRun], ...]
 
     def _item(self, check: str):
         items = self.rubric.items if self.rubric is not None else ()
@@ -207,12 +210,12 @@ class CitedEvidence:
                 notes.append(f"{out.source}: {out.name}: cited again (same sha256): counted once")
         traces = [t for _, t in usable]
         fits = []
-        for _, doc in self.candidates:
+        for _, run in self.candidates:
             if not traces:
                 fits.append((None, None))
                 continue
             try:
-                fit = fitmatrix.build(traces, doc, factor)
+                fit = fitmatrix.build(traces, run, factor)
                 # the model serialises it: a fit that cannot is not scored, here as there
                 json.dumps(fit.to_json(), allow_nan=False)
                 fits.append((fit, None))
@@ -248,7 +251,6 @@ def _judged(w: SweptWorkload, p99_s: float, load_per_s: float | None) -> LoadJud
 
 
 def key_of_id(workload_id: str) -> str:
-    """A swept workload's slice key: its id without the trailing dtype (sweeps record the id)."""
-    from reviewkit.analysis.compare import slice_key
-
-    return slice_key({"id": workload_id, "dtype": workload_id.rsplit(".", 1)[-1]})
+    """A swept workload's slice key: its id without the trailing dtype (sweeps record the id,
+    not the dtype), as compare.slice_key gives it for a run's workload."""
+    return workload_id.rsplit(".", 1)[0]

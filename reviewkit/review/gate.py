@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from reviewkit.analysis.analysed import AnalysedRun
 from reviewkit.analysis.compare import STATISTICAL_ONLY, Comparison, Margins, compare
 from reviewkit.analysis.knobs import KnobPolicy
 from reviewkit.analysis.roofline import analyse_run
@@ -76,8 +77,8 @@ class Report:
     disproof: tuple[dict, ...]
     comparisons: tuple[Comparison, ...]
     warnings: tuple[str, ...]
-    baseline: dict  # the analysed baseline run
-    review_candidates: tuple[tuple[Path, dict], ...]  # (bundle path, analysed run)
+    baseline: AnalysedRun
+    review_candidates: tuple[tuple[Path, AnalysedRun], ...]  # (bundle path, analysed run)
     primary: PrimaryMetric | None = None  # the claim's primary metric, judged once
     # The cited evidence as the checks read and judged it: what every display shows.
     cited: CitedEvidence | None = None
@@ -164,7 +165,7 @@ def _manual(item: RubricItem, review: Review, ctx: Context) -> CheckResult:
 # A decisions log cites the same bundles from many reviews (a shared baseline, say): analysing
 # a bundle and comparing two of them are memoised by content hash within one process.
 MEMO_ENTRIES = 64
-_analysed: dict[str, dict] = {}
+_analysed: dict[str, AnalysedRun] = {}
 _compared: dict[tuple[str, str, str, str], Comparison] = {}
 
 
@@ -188,8 +189,8 @@ def load_analysed(
     key: str,
     device_profile: tuple[Path, dict] | None = None,
     below_roof_share: float | None = None,
-) -> tuple[str, dict]:
-    """(content hash, analysed run). The run is shared between callers: read, never modify.
+) -> tuple[str, AnalysedRun]:
+    """(content hash, analysed run), shared between callers.
 
     With `device_profile` (the review's `runs.device_profile`: its path and document), the run
     divides by that profile's ceilings instead of its own; a run measured on another device is
@@ -210,8 +211,10 @@ def load_analysed(
     return digest, _remember(_analysed, digest, analyse_run(run, below_roof_share))
 
 
-def _on_profile(run: Run, path: Path, review_file: Path, key: str, where: Path, profile: dict):
-    fingerprint = run.environment.get("fingerprint") or {}
+def _on_profile(
+    run: Run, path: Path, review_file: Path, key: str, where: Path, profile: dict
+) -> Run:
+    fingerprint = run.fingerprint
     theirs = fingerprint.get("hash")
     ours = profile["fingerprint"].get("hash")
     if theirs != ours:
@@ -240,8 +243,8 @@ def _on_profile(run: Run, path: Path, review_file: Path, key: str, where: Path, 
 
 
 def _compare(
-    base: tuple[str, dict],
-    cand: tuple[str, dict],
+    base: tuple[str, AnalysedRun],
+    cand: tuple[str, AnalysedRun],
     labels: tuple[str, str],
     margins: Margins,
     knob_policy: KnobPolicy,
@@ -305,7 +308,7 @@ def run_check(
             "margin): add one as in rubrics/default.toml"
         )
     for label, doc in [("baseline", baseline)] + [(review.relative(p), d) for p, d in candidates]:
-        failed = [w["id"] for w in doc["workloads"] if w["status"] != STATUS_OK]
+        failed = [w.id for w in doc.workloads if w.status != STATUS_OK]
         if failed:
             warnings.append(
                 f"{label}: {len(failed)} workload(s) did not run normally "

@@ -355,16 +355,16 @@ def test_a_review_device_profile_is_every_runs_denominator(tmp_path):
     path, profile = _device_profile_review(tmp_path, PROFILE_DEVICE)
     report = run_check(path)
     gemm = next(
-        w for w in report.baseline["workloads"] if w["id"].startswith("gemm.toy-ffn-up.b1s128")
+        w for w in report.baseline.workloads if w.id.startswith("gemm.toy-ffn-up.b1s128")
     )
     # F = 6e8 FLOP at the profile's 4e11 FLOP/s: t_c = 1.5 ms; the bundle's own 2e11 gave 3 ms.
-    assert gemm["compute_time_s"] == pytest.approx(1.5e-3)
-    assert gemm["mfu"] == pytest.approx(1.5e-3 / gemm["stats"]["p50_s"])
+    assert gemm.compute_time_s == pytest.approx(1.5e-3)
+    assert gemm.mfu == pytest.approx(1.5e-3 / gemm.stats.p50_s)
     # 1e7 bytes fit the 32 MiB LLC: t_m = 1e7 / 1.2e11 = 83.3 us.
-    assert gemm["memory_level"] == "llc"
-    assert gemm["memory_time_s"] == pytest.approx(1e7 / 1.2e11)
-    assert report.baseline["ceilings"]["profile"]["hash"] == profile["hash"]
-    assert report.baseline["ceilings"]["profile"]["source"] == "review"
+    assert gemm.memory_level == "llc"
+    assert gemm.memory_time_s == pytest.approx(1e7 / 1.2e11)
+    assert report.baseline.ceilings["profile"]["hash"] == profile["hash"]
+    assert report.baseline.ceilings["profile"]["source"] == "review"
 
 
 def test_a_review_device_profile_of_another_device_is_refused(tmp_path):
@@ -391,8 +391,8 @@ def test_the_senior_question_is_read_beside_the_measured_classes(tmp_path):
     senior = next(f for f in report.findings if f.item.id == "senior-question")
     measured = [e for e in senior.evidence if e.label.startswith("measured, ")]
     assert 1 <= len(measured) <= 3
-    heaviest = max(report.review_candidates[0][1]["layer_types"].items(),
-                   key=lambda kv: kv[1]["time_share"])  # fmt: skip
+    heaviest = max(report.review_candidates[0][1].layer_types.items(),
+                   key=lambda kv: kv[1].time_share)  # fmt: skip
     assert measured[0].value.startswith(f"candidate 1 {heaviest[0]}: ")
     assert "roof share" in measured[0].value and "lever: " in measured[0].value
 

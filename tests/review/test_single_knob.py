@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from runfactory import complete_review, make_run, write_review
 
+from reviewkit.analysis.analysed import AnalysedRun
 from reviewkit.analysis.compare import compare
+from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle.run import load_run, write_run
 from reviewkit.common.errors import InputError
 from reviewkit.review.checks import CHECKS
@@ -23,14 +25,13 @@ H200 = {"device": "cuda", "device_name": "NVIDIA H200", "threads": 8, "interop_t
 DIRTY = "a" * 40 + "+dirty"
 
 
-def bundle(folder, environment: dict, **kw) -> dict:
-    """A runfactory run (torch 2.13.0+cpu, mkl) with its environment updated."""
-    doc = load_run(make_run(folder, **kw))
-    doc["environment"].update(environment)
-    return doc
+def bundle(folder, environment: dict, **kw) -> AnalysedRun:
+    """A runfactory run (torch 2.13.0+cpu, mkl) with its environment updated, analysed."""
+    run = load_run(make_run(folder, **kw))
+    return analyse_run(run.with_values(environment={**run.environment, **environment}))
 
 
-def single_knob(base: dict, cand: dict):
+def single_knob(base: AnalysedRun, cand: AnalysedRun):
     ctx = Context(review=None, baseline=base, candidates=[], comparisons=[compare(base, cand)],
                   params=PARAMS, cited=object())  # fmt: skip
     return CHECKS["single-knob-change"](ctx)
@@ -116,8 +117,8 @@ def test_a_torch_release_beside_the_knob_blocks_the_gate(tmp_path):
     candidate's torch is another release; then the blocking item fails and names it."""
     path = write_review(tmp_path, complete_review())
     cand = load_run(tmp_path / "runs" / "cand")
-    cand["environment"]["torch_version"] = "2.11.0+cpu"
-    write_run(tmp_path / "runs" / "cand", cand)
+    environment = {**cand.environment, "torch_version": "2.11.0+cpu"}
+    write_run(tmp_path / "runs" / "cand", cand.with_values(environment=environment))
     report = run_check(path)
     finding = next(f for f in report.findings if f.item.id == "single-knob")
     assert finding.status == "fail" and finding.blocks and report.verdict == "fail"

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reviewkit.analysis.bottleneck import LEVERS, UNCLASSIFIED, class_label
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import CheckResult, Context, Evidence, check
 from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import LayerAggregate
 
-def layer_finding(label: str, layer_type: str, agg: dict, with_lever: bool = True) -> str:
+
+def layer_finding(label: str, layer_type: str, agg: LayerAggregate, with_lever: bool = True) -> str:
     """One layer type's class as the packet and the walk cite it: the class, the share of roof
     its kernels reach, each time fraction, and (`with_lever`) the lever the class points at."""
-    cls = class_label(agg["bottleneck"], bool(agg.get("below_roof")))
-    overhead = agg.get("overhead_fraction")
-    inefficiency = agg.get("inefficiency_fraction")
+    cls = class_label(agg.bottleneck, bool(agg.below_roof))
+    overhead = agg.overhead_fraction
+    inefficiency = agg.inefficiency_fraction
     text = (
-        f"{label} {layer_type}: {cls} (roof share {pct(agg.get('roof_share'))}, MFU "
-        f"{pct(agg['mfu'])}, memory-stall {pct(agg['memory_stall_fraction'])}, overhead "
+        f"{label} {layer_type}: {cls} (roof share {pct(agg.roof_share)}, MFU "
+        f"{pct(agg.mfu)}, memory-stall {pct(agg.memory_stall_fraction)}, overhead "
         f"{'not measured' if overhead is None else pct(overhead)}, inefficiency "
         f"{'not measured' if inefficiency is None else pct(inefficiency)})"
     )
     if not with_lever:
         return text
-    return f"{text}; lever: {agg.get('lever') or LEVERS.get(agg['bottleneck'], '')}"
+    return f"{text}; lever: {agg.lever or LEVERS.get(agg.bottleneck, '')}"
 
 
 # The manual item whose answer names a bottleneck class: its finding cites the measured ones.
@@ -37,11 +42,10 @@ def measured_classes(ctx: Context) -> list[Evidence]:
     lever: what the answer to the senior question is read against."""
     out = []
     for i, (_, cand) in enumerate(ctx.candidates):
-        layers = sorted((cand.get("layer_types") or {}).items(),
-                        key=lambda kv: -kv[1]["time_share"])  # fmt: skip
+        layers = sorted(cand.layer_types.items(), key=lambda kv: -kv[1].time_share)
         for layer_type, agg in layers[:SENIOR_QUESTION_LAYERS]:
             finding = layer_finding(f"candidate {i + 1}", layer_type, agg)
-            out.append(Evidence("number", f"measured, {pct(agg['time_share'])} of the time",
+            out.append(Evidence("number", f"measured, {pct(agg.time_share)} of the time",
                                 value=finding))  # fmt: skip
     return out
 
@@ -51,18 +55,18 @@ def bottleneck_per_layer(ctx: Context) -> CheckResult:
     evidence = []
     unclassified = []
     for i, (_, cand) in enumerate(ctx.candidates):
-        layers = cand.get("layer_types") or {}
+        layers = cand.layer_types
         if not layers:
             return CheckResult(
                 FAIL, f"candidate {i + 1} has no analysed workloads", tuple(ctx.run_artifacts())
             )
         for layer_type, agg in layers.items():
             slowest = max(
-                (w for w in cand["workloads"] if w["layer_type"] == layer_type and w.get("stats")),
-                key=lambda w: w["stats"]["p50_s"],
+                (w for w in cand.workloads if w.layer_type == layer_type and w.stats),
+                key=lambda w: w.stats.p50_s,
                 default=None,
             )
-            if agg["bottleneck"] == UNCLASSIFIED:
+            if agg.bottleneck == UNCLASSIFIED:
                 unclassified.append(f"candidate {i + 1} {layer_type}")
             evidence.append(
                 Evidence(
@@ -70,8 +74,8 @@ def bottleneck_per_layer(ctx: Context) -> CheckResult:
                     # each layer's lever is in the packet's roof table and the brief: the
                     # finding's list of every layer type stays short
                     layer_finding(f"candidate {i + 1}", layer_type, agg, with_lever=False),
-                    value=slowest["id"] if slowest else "",
-                    reproduce=slowest["reproduce"] if slowest else "",
+                    value=slowest.id if slowest else "",
+                    reproduce=slowest.reproduce if slowest else "",
                 )
             )
     if unclassified:
@@ -97,7 +101,7 @@ def layer_metrics(ctx: Context) -> CheckResult:
     ]
     evidence = []
     for label, doc in runs:
-        by_dtype = doc.get("layer_types_by_dtype") or {}
+        by_dtype = doc.layer_types_by_dtype
         if not by_dtype:
             return CheckResult(
                 MISSING,
@@ -110,8 +114,7 @@ def layer_metrics(ctx: Context) -> CheckResult:
                     Evidence(
                         "number",
                         f"{label} {dtype} {layer_type}",
-                        value=f"MFU {pct(agg['mfu'])}, memory-stall "
-                        f"{pct(agg['memory_stall_fraction'])}",
+                        value=f"MFU {pct(agg.mfu)}, memory-stall {pct(agg.memory_stall_fraction)}",
                     )
                 )
     return CheckResult(

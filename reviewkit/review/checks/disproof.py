@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
+from typing import TYPE_CHECKING
 
 from reviewkit.analysis.compare import Comparison
 from reviewkit.review.checks.registry import CheckResult, Context, Evidence, check
@@ -19,6 +20,9 @@ from reviewkit.review.status import (
     WARN,
 )
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
+
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
@@ -31,7 +35,7 @@ _INTERVALS = {"median_ratio": "median_ratio_ci", "p95_ratio": "p95_ratio_ci",
               "p99_ratio": "p99_ratio_ci"}  # fmt: skip
 
 
-def _metric_values(d: Disproof, comp: Comparison, cand: dict):
+def _metric_values(d: Disproof, comp: Comparison, cand: AnalysedRun):
     """(workload id, value, interval or None) of every workload the criterion names."""
     if d.metric in _RATIO_METRICS:
         return [
@@ -45,17 +49,18 @@ def _metric_values(d: Disproof, comp: Comparison, cand: dict):
             )
         ]  # fmt: skip
     out = []
-    for w in cand["workloads"]:
-        if not fnmatch.fnmatchcase(w["id"], d.workload) or not w.get("stats"):
+    for w in cand.workloads:
+        if not fnmatch.fnmatchcase(w.id, d.workload) or not w.stats:
             continue
+        stall = w.decomposition.memory_stall_fraction if w.decomposition else None
         value = {
-            "mfu": w.get("mfu"),
-            "memory_stall_fraction": (w.get("fractions") or {}).get("memory_stall"),
-            "p50_s": w["stats"]["p50_s"],
-            "p99_s": w["stats"]["p99_s"],
+            "mfu": w.mfu,
+            "memory_stall_fraction": stall,
+            "p50_s": w.stats.p50_s,
+            "p99_s": w.stats.p99_s,
         }[d.metric]
         if value is not None:
-            out.append((w["id"], value, None))
+            out.append((w.id, value, None))
     return out
 
 

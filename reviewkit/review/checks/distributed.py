@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import NUMBER, CheckResult, Context, Evidence, check
 from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
 
-def _runs(ctx: Context) -> list[tuple[str, dict, object]]:
+
+def _runs(ctx: Context) -> list[tuple[str, AnalysedRun, Path]]:
     runs = [("baseline", ctx.baseline, ctx.review.baseline)]
     runs += [(f"candidate {i + 1}", doc, p) for i, (p, doc) in enumerate(ctx.candidates)]
-    return [(label, doc, path) for label, doc, path in runs if doc.get("distributed")]
+    return [(label, doc, path) for label, doc, path in runs if doc.distributed]
 
 
-def _communication_share(doc: dict) -> float | None:
+def _communication_share(doc: AnalysedRun) -> float | None:
     """The collective layer type's communication fraction (time-weighted over dtypes)."""
     rows = [
-        (a["time_s"], a.get("communication_fraction") or 0.0)
-        for by_layer in (doc.get("layer_types_by_dtype") or {}).values()
+        (a.time_s, a.communication_fraction or 0.0)
+        for by_layer in doc.layer_types_by_dtype.values()
         if (a := by_layer.get("collective"))
     ]
     total = sum(t for t, _ in rows)
@@ -37,13 +43,13 @@ def multi_device(ctx: Context) -> CheckResult:
     floor = ctx.params["min_scaling_efficiency"]
     parts, evidence, worst = [], [], PASS
     for label, doc, path in runs:
-        d = doc["distributed"]
+        d = doc.distributed
         evidence.append(ctx.artifact(f"{label} run ({d['world_size']} ranks)", path))
-        if d.get("incomplete") or not doc.get("complete"):
-            parts.append(f"{label} is incomplete: {d.get('incomplete') or doc.get('interrupted')}")
+        if d.get("incomplete") or not doc.complete:
+            parts.append(f"{label} is incomplete: {d.get('incomplete') or doc.interrupted}")
             worst = FAIL
             continue
-        share, scaling = _communication_share(doc), d.get("scaling") or []
+        share, scaling = _communication_share(doc), doc.scaling
         if share is None or not scaling:
             lacking = "no collective was measured" if share is None else "no tensor-parallel pair"
             parts.append(
@@ -56,24 +62,24 @@ def multi_device(ctx: Context) -> CheckResult:
             f"{label}: {d['world_size']} ranks ({d['backend']}), communication "
             f"{pct(share)} of the collectives' time; "
             + "; ".join(
-                f"scaling efficiency {pct(s['efficiency'])} at tp {s['tp']} ({s['dtype']}, "
-                f"communication {pct(s.get('communication_fraction'))} of the layer's time)"
+                f"scaling efficiency {pct(s.efficiency)} at tp {s.tp} ({s.dtype}, "
+                f"communication {pct(s.communication_fraction)} of the layer's time)"
                 for s in scaling
             )
         )
         evidence += [
-            Evidence("number", f"{label} scaling efficiency, tp {s['tp']} {s['dtype']}",
-                     value=f"{s['efficiency']:.3f} ({s['speedup']:.3f}x over tp 1)")
+            Evidence("number", f"{label} scaling efficiency, tp {s.tp} {s.dtype}",
+                     value=f"{s.efficiency:.3f} ({s.speedup:.3f}x over tp 1)")
             for s in scaling
         ]  # fmt: skip
-        low = [s for s in scaling if s["efficiency"] < floor]
+        low = [s for s in scaling if s.efficiency < floor]
         if low:
             text += f"; below the rubric's {pct(floor, 0)} minimum"
             worst = WARN if worst == PASS else worst
-        flagged = (d.get("stragglers") or {}).get("flagged") or []
+        flagged = doc.stragglers.flagged if doc.stragglers else ()
         if flagged:
             text += "; straggler " + ", ".join(
-                f"rank {f['rank']} ({f['ratio']:.2f}x the other ranks' median)" for f in flagged
+                f"rank {f.rank} ({f.ratio:.2f}x the other ranks' median)" for f in flagged
             )
             worst = WARN if worst == PASS else worst
         parts.append(text)

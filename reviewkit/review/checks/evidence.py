@@ -24,7 +24,7 @@ from reviewkit.review.status import FAIL, MISSING, PASS, WARN
 
 
 def _candidate_ids(ctx: Context) -> set[str]:
-    return {w["id"] for _, cand in ctx.candidates for w in cand["workloads"]}
+    return {w.id for _, cand in ctx.candidates for w in cand.workloads}
 
 
 @check(
@@ -227,20 +227,20 @@ def sla_kpi(ctx: Context) -> CheckResult:
                     failures.append(f"{w.id} {ev.label.removeprefix('on the sweep, ')}")
             continue
         for i, (_, cand) in enumerate(ctx.candidates):
-            matched = [w for w in cand["workloads"] if matching_targets([t], w["id"], slice_key(w))]
+            matched = [w for w in cand.workloads if matching_targets([t], w.id, slice_key(w))]
             if not matched:
                 unmatched.append(t.workload)
             for w in matched:
-                st = w.get("stats")
+                st = w.stats
                 if not st:
-                    failures.append(f"{w['id']} not measured ({w['status']})")
+                    failures.append(f"{w.id} not measured ({w.status})")
                     continue
                 throughput = calls_per_s(st)
-                judgement = judge(t, st["p99_s"], throughput)
+                judgement = judge(t, st.p99_s, throughput)
                 evidence.append(
                     Evidence(
                         "workload",
-                        f"candidate {i + 1}: p99 {st['p99_s'] * 1e3:.3g} ms"
+                        f"candidate {i + 1}: p99 {st.p99_s * 1e3:.3g} ms"
                         + (f" (target {t.p99_s * 1e3:.3g} ms)" if t.p99_s is not None else "")
                         + f", {throughput:.3g} calls/s"
                         + (
@@ -248,12 +248,12 @@ def sla_kpi(ctx: Context) -> CheckResult:
                             if t.min_throughput_per_s is not None
                             else ""
                         ),
-                        value=w["id"],
-                        reproduce=w["reproduce"],
+                        value=w.id,
+                        reproduce=w.reproduce,
                     )
                 )
                 if not judgement.met:
-                    failures.append(w["id"])
+                    failures.append(w.id)
     load = f" at {ctx.review.sla_load}" if ctx.review.sla_load else ""
     notes = f" (cited sweep not used: {not_used})" if not_used else ""
     if unmatched:

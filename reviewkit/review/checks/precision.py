@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from reviewkit.common.format import MISSING
 from reviewkit.review.checks.registry import NUMBER, TABLE, CheckResult, Context, Evidence, check
 from reviewkit.review.status import FAIL, PASS, WARN
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run
 
 HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
 # Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
@@ -17,7 +23,7 @@ DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8":
 FP32_MATMUL_BITS = {"highest": 32, "high": 19, "medium": 16}
 
 
-def _min_bits(knobs: dict) -> int:
+def _min_bits(knobs: Mapping[str, Any]) -> int:
     dtypes = knobs.get("dtypes") or []
     bits = min((DTYPE_BITS.get(d, 32) for d in dtypes), default=32)
     if knobs.get("quantization", "none") not in ("none", "", None):
@@ -27,19 +33,19 @@ def _min_bits(knobs: dict) -> int:
     return bits
 
 
-def precision_lowered(base: dict, cand: dict) -> bool:
-    return _min_bits(cand["knobs"]) < _min_bits(base["knobs"])
+def precision_lowered(base: Run, cand: Run) -> bool:
+    return _min_bits(cand.knobs) < _min_bits(base.knobs)
 
 
-def sparsity_changed(base: dict, cand: dict) -> bool:
-    return base["knobs"].get("sparsity", "dense") != cand["knobs"].get("sparsity", "dense")
+def sparsity_changed(base: Run, cand: Run) -> bool:
+    return base.knobs.get("sparsity", "dense") != cand.knobs.get("sparsity", "dense")
 
 
-def lowered_dtypes(base: dict, cand: dict) -> set[str]:
+def lowered_dtypes(base: Run, cand: Run) -> set[str]:
     """The candidate's dtypes narrower than the baseline's narrowest (int8 for quantisation)."""
-    floor = _min_bits(base["knobs"])
-    out = {d for d in cand["knobs"].get("dtypes") or [] if DTYPE_BITS.get(d, 32) < floor}
-    if cand["knobs"].get("quantization", "none") not in ("none", "", None):
+    floor = _min_bits(base.knobs)
+    out = {d for d in cand.knobs.get("dtypes") or [] if DTYPE_BITS.get(d, 32) < floor}
+    if cand.knobs.get("quantization", "none") not in ("none", "", None):
         out.add("int8")
     return out
 

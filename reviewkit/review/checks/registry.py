@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reviewkit.analysis.compare import Comparison, WorkloadComparison
 from reviewkit.common.hashing import sha256_file
 from reviewkit.review.reviewfile import Review
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,8 @@ class Context:
     """Everything a check may read: the review, the analysed runs and their comparisons."""
 
     review: Review
-    baseline: dict
-    candidates: list[tuple[Path, dict]]
+    baseline: AnalysedRun
+    candidates: list[tuple[Path, AnalysedRun]]
     comparisons: list[Comparison]
     params: dict = field(default_factory=dict)
     primary: object = None  # review.primary.PrimaryMetric (the gate judges it once)
@@ -95,6 +99,7 @@ def check(name: str, params: dict[str, str] | None = None) -> Callable[[Check], 
     return register
 
 
-def workload_evidence(w: WorkloadComparison, cand: dict, what: str) -> Evidence:
-    rec = next((x for x in cand["workloads"] if x["id"] == w.candidate_id), {})
-    return Evidence("workload", what, value=w.candidate_id, reproduce=rec.get("reproduce", ""))
+def workload_evidence(w: WorkloadComparison, cand: AnalysedRun, what: str) -> Evidence:
+    rec = cand.workload_by_id.get(w.candidate_id)
+    reproduce = rec.reproduce if rec is not None else None
+    return Evidence("workload", what, value=w.candidate_id, reproduce=reproduce or "")

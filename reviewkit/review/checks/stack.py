@@ -17,7 +17,7 @@ def stack_maturity(ctx: Context) -> CheckResult:
     ]
     evidence, failed, slow, notes = [], [], [], []
     for label, doc in runs:
-        env = doc.get("environment", {})
+        env = doc.environment
         versions = {
             k: env.get(k)
             for k in ("torch_version", "blas", "onednn", "cuda", "cudnn")
@@ -32,37 +32,38 @@ def stack_maturity(ctx: Context) -> CheckResult:
                 value=", ".join(f"{k} {v}" for k, v in versions.items()),
             )
         )
-        if not doc.get("complete", False):
-            failed.append(f"{label}: run incomplete ({doc.get('interrupted', 'unknown reason')})")
-        for w in doc["workloads"]:
-            if w["status"] != STATUS_OK:
-                failed.append(f"{label}: {w['id']} {w['status']}")
+        if not doc.complete:
+            why = "unknown reason" if doc.interrupted is None else doc.interrupted
+            failed.append(f"{label}: run incomplete ({why})")
+        for w in doc.workloads:
+            if w.status != STATUS_OK:
+                failed.append(f"{label}: {w.id} {w.status}")
                 evidence.append(
                     Evidence(
                         "workload",
-                        f"{label}: {w['status']}: {w['reason']}",
-                        value=w["id"],
-                        reproduce=w["reproduce"],
+                        f"{label}: {w.status}: {w.reason}",
+                        value=w.id,
+                        reproduce=w.reproduce,
                     )
                 )
             elif (
-                w.get("matmul_flops")
-                and w.get("mfu") is not None
-                and w["mfu"] < slow_mfu
-                and w.get("bottleneck") == "overhead-bound"
+                w.matmul_flops
+                and w.mfu is not None
+                and w.mfu < slow_mfu
+                and w.bottleneck == "overhead-bound"
             ):
-                slow.append(f"{label}: {w['id']}")
+                slow.append(f"{label}: {w.id}")
                 evidence.append(
                     Evidence(
                         "workload",
-                        f"{label}: possible slow path: MFU {pct(w['mfu'])} on a "
+                        f"{label}: possible slow path: MFU {pct(w.mfu)} on a "
                         "matmul-class workload, overhead-bound",
-                        value=w["id"],
-                        reproduce=w["reproduce"],
+                        value=w.id,
+                        reproduce=w.reproduce,
                     )
                 )
-            elif w.get("reason"):
-                notes.append(f"{label}: {w['id']}")
+            elif w.reason:
+                notes.append(f"{label}: {w.id}")
     hardware = list(dict.fromkeys(n for _, doc in runs for n in support_notes(doc)))
     evidence += [Evidence("text", "hardware support", value=n) for n in hardware]
     said = f"; {'; '.join(hardware)}" if hardware else ""
@@ -109,7 +110,7 @@ def perf_per_watt(ctx: Context) -> CheckResult:
                 f"{label} {t['flops_per_joule'] / 1e9:.3g} GFLOP/J at {t['avg_watts']:.3g} W "
                 f"over its {t['workloads']} workload(s)"
             )
-            model = [w for w in measured(doc) if w["layer_type"] == "model"]
+            model = [w for w in measured(doc) if w.layer_type == "model"]
             m = energy_aggregate(model) if model else {"available": False}
             if m["available"]:
                 text += f", model {m['flops_per_joule'] / 1e9:.3g} GFLOP/J"
