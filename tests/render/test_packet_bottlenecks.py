@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import html5lib
@@ -13,6 +14,7 @@ import pytest
 from chartspecs import datasets
 from runfactory import WORKLOADS, complete_review, samples, write_review
 
+from reviewkit.analysis.analysed import LayerAggregate
 from reviewkit.common.format import pct
 from reviewkit.render.packet import write_packet
 
@@ -179,10 +181,12 @@ def test_the_migrated_workload_table_names_the_class_in_full(migrated):
     assert "unclassified: overhead not measured" in slow["Bottleneck"]
 
 
-AGG = {"bottleneck": "memory-bound", "roof_share": 0.4, "below_roof": True,
-       "overhead_fraction": 0.1, "inefficiency_fraction": 0.5, "unattributed_fraction": 0.0,
-       "lever": "the kernel or the mapping", "time_share": 0.3, "mfu": 0.05,
-       "memory_stall_fraction": 0.35}  # fmt: skip
+# workloads, time_s and compute_fraction are not part of the view: any values do.
+AGG = LayerAggregate(workloads=2, time_s=0.01, compute_fraction=0.05,
+                     bottleneck="memory-bound", roof_share=0.4, below_roof=True,
+                     overhead_fraction=0.1, inefficiency_fraction=0.5, unattributed_fraction=0.0,
+                     lever="the kernel or the mapping", time_share=0.3, mfu=0.05,
+                     memory_stall_fraction=0.35)  # fmt: skip
 
 
 def test_a_layer_view_reads_the_comparison_then_the_runs_aggregate():
@@ -213,9 +217,9 @@ def test_a_layer_view_reads_the_comparison_then_the_runs_aggregate():
 def test_a_layer_view_without_measured_overhead_never_gives_a_percentage_for_it():
     from reviewkit.render.packet.bottlenecks import describe, layer_view
 
-    old = {**AGG, "bottleneck": "unclassified", "overhead_fraction": None,
-           "inefficiency_fraction": None, "unattributed_fraction": 0.6, "below_roof": False,
-           "lever": "re-measure with this reviewkit"}  # fmt: skip
+    old = replace(AGG, bottleneck="unclassified", overhead_fraction=None,
+                  inefficiency_fraction=None, unattributed_fraction=0.6, below_roof=False,
+                  lever="re-measure with this reviewkit")  # fmt: skip
     view = layer_view(old)
     assert view["inefficiency"] is None and view["unattributed"] == 0.6
     text = describe(view)

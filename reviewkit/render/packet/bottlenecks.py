@@ -5,9 +5,13 @@ the lever the class points at. Plain text: the templates escape it."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from reviewkit.analysis.bottleneck import class_label
 from reviewkit.common.format import MISSING, pct
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun, LayerAggregate
 
 OVERHEAD_NOT_MEASURED = "not measured"
 INEFFICIENCY_NOT_MEASURED = "not measured apart"
@@ -25,17 +29,21 @@ def class_text(cls: str | None) -> str:
     return class_label(cls, missing=MISSING)
 
 
-def layer_view(agg: dict | None, comparison: object = None, side: str = "candidate") -> dict:
+def layer_view(
+    agg: LayerAggregate | None, comparison: object = None, side: str = "candidate"
+) -> dict:
     """One side of a layer type: from the comparison's per-side fields where it has them
     (`overhead_candidate`, `roof_share_candidate`, ...), else from the run's layer aggregate.
     Overhead None means it was not measured: the inefficiency is then not told apart from it."""
-    agg = agg or {}
     if comparison is not None and getattr(comparison, f"bottleneck_{side}", None) is None:
         comparison = None  # it holds no aggregate of this side: the run's own, throughout
 
-    def pick(field: str, key: str):
+    def of_agg(name: str):
+        return getattr(agg, name) if agg is not None else None
+
+    def pick(field: str, name: str):
         value = getattr(comparison, f"{field}_{side}", None) if comparison is not None else None
-        return agg.get(key) if value in (None, "") else value
+        return of_agg(name) if value in (None, "") else value
 
     cls = pick("bottleneck", "bottleneck")
     overhead = pick("overhead", "overhead_fraction")
@@ -47,15 +55,15 @@ def layer_view(agg: dict | None, comparison: object = None, side: str = "candida
         # t_roof / t_k where overhead was measured; t_roof / t (a lower bound) where it was not
         "roof_share_of": "kernel time" if measured else "whole time",
         # a comparison without the field says False: the aggregate's flag then decides
-        "below_roof": bool(pick("below_roof", "below_roof") or agg.get("below_roof")),
+        "below_roof": bool(pick("below_roof", "below_roof") or of_agg("below_roof")),
         "overhead_measured": measured,
         "overhead": overhead,
         "inefficiency": pick("inefficiency", "inefficiency_fraction") if measured else None,
-        "unattributed": None if measured else agg.get("unattributed_fraction"),
+        "unattributed": None if measured else of_agg("unattributed_fraction"),
         "lever": str(pick("lever", "lever") or ""),
-        "time_share": agg.get("time_share"),
-        "mfu": agg.get("mfu"),
-        "memory_stall": agg.get("memory_stall_fraction"),
+        "time_share": of_agg("time_share"),
+        "mfu": of_agg("mfu"),
+        "memory_stall": of_agg("memory_stall_fraction"),
     }
 
 
@@ -93,7 +101,7 @@ def named_layer_types(texts: list[str], layer_types: list[str]) -> list[str]:
             if re.search(rf"(?<![\w.-]){re.escape(lt)}(?![\w-]|\.\w)", joined)]  # fmt: skip
 
 
-def brief_layers(finding, candidates: list[tuple[str, dict]]) -> tuple[list[dict], int]:
+def brief_layers(finding, candidates: list[tuple[str, AnalysedRun]]) -> tuple[list[dict], int]:
     """The layer types the bottleneck finding names, each with its class, share of roof,
     overhead and lever from the candidate run's layer aggregates: the largest time shares first,
     BRIEF_LAYER_TYPES per candidate; and how many more the bottleneck section shows."""
@@ -101,10 +109,10 @@ def brief_layers(finding, candidates: list[tuple[str, dict]]) -> tuple[list[dict
         return [], 0
     texts = [finding.summary] + [e.label for e in finding.evidence if e.kind != "artifact"]
     out, more = [], 0
-    for label, doc in candidates:
-        aggs = doc.get("layer_types") or {}
+    for label, run in candidates:
+        aggs = run.layer_types
         named = named_layer_types(texts, list(aggs))
-        named.sort(key=lambda lt: (-(aggs[lt].get("time_share") or 0.0), lt))
+        named.sort(key=lambda lt: (-(aggs[lt].time_share or 0.0), lt))
         more += max(0, len(named) - BRIEF_LAYER_TYPES)
         for lt in named[:BRIEF_LAYER_TYPES]:
             view = layer_view(aggs[lt])

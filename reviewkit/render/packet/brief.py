@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reviewkit.bundle.run import device_name
 from reviewkit.render.packet.bottlenecks import brief_layers
 from reviewkit.render.packet.labels import run_label
 from reviewkit.review.checks import FAIL, MISSING, PASS
 from reviewkit.review.gate import Report
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run
 
 RISK_RANK = {"high": 0, "medium": 1, "low": 2, "": 3}
 TOP_RISKS = 3  # the brief names the worst few; the risk map shows them all
@@ -27,25 +32,24 @@ def _why_not_blocking(finding) -> str:
     return "does not block: a blocking item fails the gate only when it fails or lacks evidence"
 
 
-def device_label(doc: dict) -> str:
+def device_label(run: Run) -> str:
     """A run's device as the brief names it: its fingerprint's label, else torch's name."""
-    fingerprint = (doc.get("environment") or {}).get("fingerprint") or {}
-    return fingerprint.get("label") or device_name(doc)
+    return run.fingerprint.get("label") or device_name(run)
 
 
 def devices_note(report: Report) -> str:
     """One sentence when a candidate ran on another device than the baseline, which changes
     what every ratio and MFU in the packet means; empty when all ran on one device."""
     others = [
-        (i, doc) for i, (_, doc) in enumerate(report.review_candidates)
+        (i, run) for i, (_, run) in enumerate(report.review_candidates)
         if not report.comparisons[i].same_device
     ]  # fmt: skip
     if not others:
         return ""
     named = "; ".join(
         f"candidate{f' {i + 1}' if len(report.review_candidates) > 1 else ''} on "
-        f"{device_label(doc)}"
-        for i, doc in others
+        f"{device_label(run)}"
+        for i, run in others
     )
     return (
         f"Runs from different devices: the baseline on {device_label(report.baseline)}; "
@@ -78,7 +82,7 @@ def build_brief(report: Report, model: dict) -> dict:
     artifacts = [e for e in (bottleneck.evidence if bottleneck else ()) if e.kind == "artifact"]
     n = len(report.review_candidates)
     layers, more_layers = brief_layers(
-        bottleneck, [(run_label(i, n), doc) for i, (_, doc) in enumerate(report.review_candidates)]
+        bottleneck, [(run_label(i, n), run) for i, (_, run) in enumerate(report.review_candidates)]
     )
     flags = [
         {

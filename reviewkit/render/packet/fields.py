@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from reviewkit import __version__
 from reviewkit.analysis.knobs import diff_rows, shown_value
@@ -26,14 +27,17 @@ from reviewkit.render.packet.soak import soak_input, soak_notes
 from reviewkit.review.checks import STATUS_ORDER
 from reviewkit.review.gate import Report
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
 
-def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
-    by_id = {w["id"]: w for w in cand["workloads"]}
-    base_by_id = {w["id"]: w for w in baseline["workloads"]}
+
+def _workload_rows(baseline: AnalysedRun, cand: AnalysedRun, comparison) -> list[dict]:
     rows = []
     for c in comparison.workloads:
-        cw, bw = by_id.get(c.candidate_id, {}), base_by_id.get(c.baseline_id, {})
-        bs, cs = bw.get("stats") or {}, cw.get("stats") or {}
+        cw = cand.workload_by_id.get(c.candidate_id)
+        bw = baseline.workload_by_id.get(c.baseline_id)
+        bs = bw.stats.to_json() if bw and bw.stats else {}
+        cs = cw.stats.to_json() if cw and cw.stats else {}
         # base -> cand shows what each ratio divides (means over rounds of each round's
         # quantile); a workload not compared shows its runs' own quantiles
         pts = c.points_s or {}
@@ -67,27 +71,27 @@ def _workload_rows(baseline: dict, cand: dict, comparison) -> list[dict]:
                 "memory_stall_delta": c.memory_stall_delta,
                 "baseline_bottleneck": c.bottleneck_baseline,
                 "candidate_bottleneck": c.bottleneck_candidate,
-                "flags": cw.get("flags") or [],
-                "reproduce": cw.get("reproduce", ""),
+                "flags": list(cw.flags) if cw else [],
+                "reproduce": cw.reproduce if cw else "",
             }
         )
     return rows
 
 
-def _layer_rows(label: str, doc: dict) -> list[dict]:
-    by_dtype = doc.get("layer_types_by_dtype") or {}
+def _layer_rows(label: str, run: AnalysedRun) -> list[dict]:
+    by_dtype = run.layer_types_by_dtype
     rows = []
     for dtype in sorted(by_dtype):
         for layer_type, a in by_dtype[dtype].items():
-            rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a})
+            rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a.to_json()})
     return rows
 
 
-def _communication(label: str, doc: dict) -> dict:
+def _communication(label: str, run: AnalysedRun) -> dict:
     """A multi-rank run as the packet's "Communication" section shows it."""
-    d = doc["distributed"]
-    link = (doc.get("ceilings") or {}).get("interconnect") or {}
-    stragglers = d.get("stragglers") or {}
+    d = run.distributed or {}
+    link = (run.ceilings or {}).get("interconnect") or {}
+    s = run.stragglers
     return {
         "run": label,
         "world_size": d["world_size"],
@@ -96,10 +100,10 @@ def _communication(label: str, doc: dict) -> dict:
         "link_gb_per_s": link["peak"] / 1e9 if link.get("peak") else None,
         "link_method": link.get("measured_method") or link.get("reason") or "",
         "link_datasheet_gb_per_s": link["datasheet"] / 1e9 if link.get("datasheet") else None,
-        "scaling": d.get("scaling") or [],
-        "stragglers": stragglers.get("flagged") or [],
-        "straggler_threshold": stragglers.get("ratio_threshold"),
-        "worst_rank_ratio": max(stragglers.get("rank_ratio") or [0.0]) or None,
+        "scaling": [x.to_json() for x in run.scaling],
+        "stragglers": [asdict(f) for f in s.flagged] if s else [],
+        "straggler_threshold": s.ratio_threshold if s else None,
+        "worst_rank_ratio": (max(s.rank_ratio or [0.0]) or None) if s else None,
         "incomplete": d.get("incomplete"),
     }
 
@@ -139,8 +143,8 @@ def _slices(report: Report) -> list[dict]:
     for i, (path, cand) in enumerate(report.review_candidates):
         comp = report.comparisons[i]
         changed = {k.knob: k.candidate for k in comp.knob_changes}
-        for w in cand["workloads"]:
-            key = w["id"]
+        for w in cand.workloads:
+            key = w.id
             if key in seen or not any(fnmatch.fnmatchcase(key, g) for g in globs):
                 continue
             seen.add(key)
@@ -148,9 +152,9 @@ def _slices(report: Report) -> list[dict]:
                 {
                     "run": report.review.relative(path),
                     "workload": key,
-                    "suite_hash": cand["suite"].get("hash"),
+                    "suite_hash": cand.suite.get("hash"),
                     "knobs": changed,
-                    "reproduce": w.get("reproduce", ""),
+                    "reproduce": w.reproduce,
                 }
             )
     return out
@@ -199,8 +203,8 @@ def _profile_fact(profile: dict) -> str:
     return f"{profile['hash']} ({where}, {profile.get('calibration')} calibration{at})"
 
 
-def _environment(label: str, doc: dict) -> dict:
-    env, knobs = doc.get("environment", {}), doc.get("knobs", {})
+def _environment(label: str, run: AnalysedRun) -> dict:
+    env, knobs = run.environment, run.knobs
     keys = (
         "host",
         "os",
@@ -219,20 +223,20 @@ def _environment(label: str, doc: dict) -> dict:
         "git_commit",
     )
     facts = [(k, str(env[k])) for k in keys if env.get(k) not in (None, "")]
-    fingerprint = env.get("fingerprint") or {}
+    fingerprint = run.fingerprint
     if fingerprint.get("label"):
         facts.append(("device fingerprint", f"{fingerprint['label']} ({fingerprint.get('hash')})"))
-    profile = (doc.get("ceilings") or {}).get("profile") or {}
+    profile = (run.ceilings or {}).get("profile") or {}
     if profile:
         facts.append(("device profile", _profile_fact(profile)))
     return {
         "run": label,
         "facts": facts,
         "knobs": [(k, fmt.setting(v)) for k, v in knobs.items()],
-        "suite": doc.get("suite", {}),
-        "profile": doc.get("profile"),
-        "complete": doc.get("complete"),
-        "command": doc.get("command"),
+        "suite": run.suite,
+        "profile": run.suite_profile,
+        "complete": run.complete,
+        "command": run.command,
     }
 
 
@@ -269,7 +273,7 @@ class Inputs:
     report: Report
 
     @functools.cached_property
-    def runs(self) -> list[tuple[str, dict]]:
+    def runs(self) -> list[tuple[str, AnalysedRun]]:
         n = len(self.report.review.candidates)
         return [("baseline", self.report.baseline)] + [
             (run_label(i, n), d) for i, (_, d) in enumerate(self.report.review_candidates)
@@ -281,11 +285,11 @@ class Inputs:
 
     @functools.cached_property
     def environments(self) -> list[dict]:
-        return [_environment(label, doc) for label, doc in self.runs]
+        return [_environment(label, run) for label, run in self.runs]
 
     @functools.cached_property
     def layer_rows(self) -> list[dict]:
-        return [row for label, doc in self.runs for row in _layer_rows(label, doc)]
+        return [row for label, run in self.runs for row in _layer_rows(label, run)]
 
     @functools.cached_property
     def workload_rows(self) -> list[dict]:
@@ -387,7 +391,7 @@ def bottleneck_fields(p: Inputs) -> dict:
     report, n = p.report, len(p.report.review.candidates)
     bottlenecks = []
     for i, comp in enumerate(report.comparisons):
-        cand_layers = report.review_candidates[i][1].get("layer_types") or {}
+        cand_layers = report.review_candidates[i][1].layer_types
         for layer in comp.layer_types:
             view = layer_view(cand_layers.get(layer.layer_type), layer)
             bottlenecks.append(
@@ -427,8 +431,8 @@ def layer_fields(p: Inputs) -> dict:
         "raised_ceilings": [
             {"run": label, "dtype": dtype, "peak_gflops_per_s": e["peak"] / 1e9,
              "calibrated_gflops_per_s": e["calibrated_peak"] / 1e9, "raised_by": e["raised_by"]}
-            for label, doc in p.runs
-            for dtype, e in ((doc.get("ceilings") or {}).get("compute") or {}).items()
+            for label, run in p.runs
+            for dtype, e in ((run.ceilings or {}).get("compute") or {}).items()
             if isinstance(e, dict) and e.get("raised_by")
         ],
     }  # fmt: skip
@@ -436,9 +440,7 @@ def layer_fields(p: Inputs) -> dict:
 
 def communication_fields(p: Inputs) -> dict:
     return {
-        "communication": [
-            _communication(label, doc) for label, doc in p.runs if doc.get("distributed")
-        ]
+        "communication": [_communication(label, run) for label, run in p.runs if run.distributed]
     }
 
 

@@ -4,6 +4,8 @@ quality, shapes, fit)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from reviewkit.analysis.distributed import over_others
 from reviewkit.analysis.platforms import PlatformMatrix
 from reviewkit.analysis.sla import calls_per_s
@@ -12,35 +14,37 @@ from reviewkit.render.packet.brief import device_label
 from reviewkit.render.packet.labels import LATENCY_CHART_WORKLOADS, run_label, slice_name
 from reviewkit.review.gate import Report
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
 
-def communication_charts(runs: list[tuple[str, dict]]) -> dict:
+
+def communication_charts(runs: list[tuple[str, AnalysedRun]]) -> dict:
     """Collective time against bytes on the wire, and the skew across ranks, for the runs
     measured on several ranks (none: no charts, and the section is left out)."""
-    multi = [(label, doc) for label, doc in runs if doc.get("distributed")]
+    multi = [(label, run) for label, run in runs if run.distributed]
     if not multi:
         return {}
     collective_runs, skew_rows = [], []
-    for label, doc in multi:
-        link = ((doc.get("ceilings") or {}).get("interconnect") or {}).get("peak")
+    for label, run in multi:
+        link = ((run.ceilings or {}).get("interconnect") or {}).get("peak")
         collective_runs.append({
             "label": label, "link_bytes_per_s": link,
             "collectives": [
-                {"id": w["id"], "op": w["collective"]["op"], "wire_bytes": w.get("wire_bytes"),
-                 "p50_s": w["stats"]["p50_s"], "p99_s": w["stats"]["p99_s"],
-                 "busbw_bytes_per_s": w["collective"]["busbw_p50_bytes_per_s"],
-                 "skew": (w.get("skew") or {}).get("max_over_median")}
-                for w in doc["workloads"] if w.get("collective") and w.get("stats")
+                {"id": w.id, "op": w.collective.op, "wire_bytes": w.wire_bytes,
+                 "p50_s": w.stats.p50_s, "p99_s": w.stats.p99_s,
+                 "busbw_bytes_per_s": w.collective.busbw_p50_bytes_per_s,
+                 "skew": w.skew.max_over_median if w.skew else None}
+                for w in run.workloads if w.collective and w.stats
             ],
         })  # fmt: skip
-        for w in doc["workloads"]:
-            skew = w.get("skew")
-            if not skew:
+        for w in run.workloads:
+            if not w.skew:
                 continue
             # each rank against the others' median, as stragglers are judged
             skew_rows += [
-                {"run": label if len(multi) > 1 else "", "workload": w["id"], "rank": rank,
+                {"run": label if len(multi) > 1 else "", "workload": w.id, "rank": rank,
                  "ratio": ratio}
-                for rank, ratio in enumerate(over_others(skew["rank_median_s"]))
+                for rank, ratio in enumerate(over_others(list(w.skew.rank_median_s)))
             ]  # fmt: skip
     return {
         "collective_times": charts.collective_times(collective_runs),
@@ -48,14 +52,14 @@ def communication_charts(runs: list[tuple[str, dict]]) -> dict:
     }
 
 
-def roofline_charts(runs: list[tuple[str, dict]]) -> dict:
+def roofline_charts(runs: list[tuple[str, AnalysedRun]]) -> dict:
     roofline_runs = []
-    for label, doc in runs:
-        ceilings = doc.get("ceilings") or {}
+    for label, run in runs:
+        ceilings = run.ceilings or {}
         roofline_runs.append(
             {
                 "label": label,
-                "device": device_label(doc),  # the roofline names its device
+                "device": device_label(run),  # the roofline names its device
                 "peak_flops_per_s": {
                     d: c["peak"]
                     for d, c in (ceilings.get("compute") or {}).items()
@@ -69,18 +73,15 @@ def roofline_charts(runs: list[tuple[str, dict]]) -> dict:
                 ],
                 "workloads": [
                     {
-                        k: w.get(k)
-                        for k in (
-                            "id",
-                            "layer_type",
-                            "dtype",
-                            "arithmetic_intensity",
-                            "achieved_flops_per_s",
-                            "memory_level",
-                        )
+                        "id": w.id,
+                        "layer_type": w.layer_type,
+                        "dtype": w.dtype,
+                        "arithmetic_intensity": w.arithmetic_intensity,
+                        "achieved_flops_per_s": w.achieved_flops_per_s,
+                        "memory_level": w.memory_level,
                     }
-                    for w in doc["workloads"]
-                    if w.get("achieved_flops_per_s")
+                    for w in run.workloads
+                    if w.achieved_flops_per_s
                 ],
             }
         )
@@ -119,19 +120,19 @@ def layer_charts(layer_rows: list[dict]) -> dict:
     }
 
 
-def latency_charts(runs: list[tuple[str, dict]]) -> dict:
+def latency_charts(runs: list[tuple[str, AnalysedRun]]) -> dict:
     latency = []
-    for label, doc in runs:
-        for w in doc["workloads"]:
-            if w.get("stats"):
+    for label, run in runs:
+        for w in run.workloads:
+            if w.stats:
                 latency.append(
                     {
                         "run": label,
                         "workload": slice_name(w),
-                        "samples_s": w["samples_s"],
-                        "p50_s": w["stats"]["p50_s"],
-                        "p95_s": w["stats"]["p95_s"],
-                        "p99_s": w["stats"]["p99_s"],
+                        "samples_s": list(w.samples_s),
+                        "p50_s": w.stats.p50_s,
+                        "p95_s": w.stats.p95_s,
+                        "p99_s": w.stats.p99_s,
                     }
                 )
     return {"latency": charts.latency_distribution(latency, LATENCY_CHART_WORKLOADS)}
@@ -247,7 +248,7 @@ def risk_charts(report: Report) -> dict:
 def trade_charts(report: Report) -> dict:
     from reviewkit.analysis.platforms import device_name
 
-    devices = {device_name(d) for d in [report.baseline, *(d for _, d in report.review_candidates)]}
+    devices = {device_name(r) for r in [report.baseline, *(r for _, r in report.review_candidates)]}
     if len(report.comparisons) <= 1 and len(devices) <= 1:
         return {}
     # Across devices the baseline is one of the platforms on the shortlist: it is traded
@@ -259,10 +260,10 @@ def trade_charts(report: Report) -> dict:
 BASELINE_RISK = 0.0
 
 
-def _claim_workload(report: Report, doc: dict, side: str, i: int) -> dict | None:
+def _claim_workload(report: Report, run: AnalysedRun, side: str, i: int) -> AnalysedWorkload | None:
     """The run's workload the claim rests on: the primary metric's, by its id on this side (the
     candidate's id in candidate i's comparison), else the run's first end-to-end model."""
-    timed = [w for w in doc["workloads"] if w.get("stats")]
+    timed = [w for w in run.workloads if w.stats]
     p = report.primary
     if p is not None and p.kind == "workload":
         if side == "baseline":
@@ -270,10 +271,10 @@ def _claim_workload(report: Report, doc: dict, side: str, i: int) -> dict | None
         else:
             comp = report.comparisons[i]
             wanted = next((w.candidate_id for w in comp.workloads if w.key == p.key), "")
-        found = next((w for w in timed if w["id"] == wanted), None)
+        found = next((w for w in timed if w.id == wanted), None)
         if found is not None:
             return found
-    return next((w for w in timed if w["layer_type"] == "model"), None)
+    return next((w for w in timed if w.layer_type == "model"), None)
 
 
 def trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
@@ -285,21 +286,21 @@ def trade_rows(report: Report, with_baseline: bool = False) -> list[dict]:
 
     rows = []
     risk = report.engineering_risk
-    entries = [(run_label(i, len(report.comparisons)), doc, risk, "candidate", i)
-               for i, (_, doc) in enumerate(report.review_candidates)]  # fmt: skip
+    entries = [(run_label(i, len(report.comparisons)), run, risk, "candidate", i)
+               for i, (_, run) in enumerate(report.review_candidates)]  # fmt: skip
     if with_baseline:
         entries = [("baseline", report.baseline, BASELINE_RISK, "baseline", 0), *entries]
-        entries = [(f"{label} · {short_device(device_name(doc))}", doc, r, side, i)
-                   for label, doc, r, side, i in entries]  # fmt: skip
-    for label, doc, run_risk, side, i in entries:
-        model = _claim_workload(report, doc, side, i)
-        energy = (model or {}).get("energy") or {}
+        entries = [(f"{label} · {short_device(device_name(run))}", run, r, side, i)
+                   for label, run, r, side, i in entries]  # fmt: skip
+    for label, run, run_risk, side, i in entries:
+        model = _claim_workload(report, run, side, i)
+        energy = (model.energy if model else None) or {}
         rows.append(
             {
-                "candidate": f"{label} · {model['dtype']}" if model else label,
-                "workload": model["id"] if model else None,
-                "throughput_per_s": calls_per_s(model["stats"]) if model else None,
-                "latency_p99_s": model["stats"]["p99_s"] if model else None,
+                "candidate": f"{label} · {model.dtype}" if model else label,
+                "workload": model.id if model else None,
+                "throughput_per_s": calls_per_s(model.stats) if model else None,
+                "latency_p99_s": model.stats.p99_s if model else None,
                 # joules over the metered window / calls in it; None (drawn "not available")
                 # where the run metered no energy for the workload
                 "energy_j_per_call": energy["joules"] / energy["calls"]

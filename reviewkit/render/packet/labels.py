@@ -7,9 +7,13 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reviewkit.common.errors import InputError, ReviewkitError
 from reviewkit.common.numbers import finite_number
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Workload
 
 PACKET_SCHEMA_VERSION = 1
 
@@ -52,7 +56,7 @@ def run_file(path: Path) -> Path:
     return path / "run.json" if path.is_dir() else path
 
 
-def slice_name(w: dict) -> str:
+def slice_name(w: Workload) -> str:
     from reviewkit.analysis.compare import slice_key
 
     return slice_key(w)

@@ -33,9 +33,9 @@ def shape_input(report: Report, workload_rows: list[dict]) -> list[dict]:
                 }
             )
     if not report.comparisons:
-        for w in report.baseline["workloads"]:
-            params = w.get("params") or {}
-            if "seq" in params and "batch" in params and w.get("stats"):
+        for w in report.baseline.workloads:
+            params = w.params or {}
+            if "seq" in params and "batch" in params and w.stats:
                 key = slice_name(w)
                 rows.append(
                     {
@@ -45,8 +45,8 @@ def shape_input(report: Report, workload_rows: list[dict]) -> list[dict]:
                         "batch": params["batch"],
                         "ratio": None,
                         "verdict": "",
-                        "mfu": w.get("mfu"),
-                        "p99_ms": ms(w["stats"]["p99_s"]),
+                        "mfu": w.mfu,
+                        "p99_ms": ms(w.stats.p99_s),
                     }
                 )
     return rows
