@@ -117,7 +117,7 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
 def review_layer_table(report) -> Table | None:
     """MFU / memory-stall per layer type of a review's runs (walk): one column per run and dtype."""
     runs = [("baseline", report.baseline)] + [
-        (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(report.review_candidates)
+        (f"candidate {i + 1}", run) for i, (_, run) in enumerate(report.review_candidates)
     ]
     columns, layers = [], []
     for label, run in runs:
