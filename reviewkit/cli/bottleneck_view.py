@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -10,15 +12,18 @@ from reviewkit.cli.tables import SLOWEST_SHOWN, DataTable, rate_text, time_text
 from reviewkit.common.format import MISSING, pct
 from reviewkit.suite import workloads as suite
 
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
+
 
 def _overhead(value: float | None) -> str:
     return "not measured" if value is None else pct(value)
 
 
-def layer_table(doc: dict, dtype: str) -> Table:
-    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
+def layer_table(run: AnalysedRun, dtype: str) -> Table:
+    rows = run.layer_types_by_dtype.get(dtype, {})
     t = DataTable(title=f"By layer type — {dtype}", title_justify="left")
-    communicates = bool(doc.get("distributed"))
+    communicates = bool(run.distributed)
     columns = ["layer type", "workloads", "time share", "MFU", "memory-stall", "overhead",
                "inefficiency", "roof share"]  # fmt: skip
     columns += ["communication"] if communicates else []
@@ -32,52 +37,51 @@ def layer_table(doc: dict, dtype: str) -> Table:
             continue
         t.add_row(
             layer_type,
-            str(a["workloads"]),
-            pct(a["time_share"]),
-            pct(a["mfu"]),
-            pct(a["memory_stall_fraction"]),
-            _overhead(a.get("overhead_fraction")),
-            _overhead(a.get("inefficiency_fraction")),
-            pct(a.get("roof_share")),
-            *([pct(a.get("communication_fraction"))] if communicates else []),
-            class_label(a["bottleneck"], a.get("below_roof", False), MISSING),
-            f"{n} faster-than-roofline" if (n := a.get("faster_than_roofline")) else "",
+            str(a.workloads),
+            pct(a.time_share),
+            pct(a.mfu),
+            pct(a.memory_stall_fraction),
+            _overhead(a.overhead_fraction),
+            _overhead(a.inefficiency_fraction),
+            pct(a.roof_share),
+            *([pct(a.communication_fraction)] if communicates else []),
+            class_label(a.bottleneck, a.below_roof, MISSING),
+            f"{n} faster-than-roofline" if (n := a.faster_than_roofline) else "",
         )
     return t
 
 
-def levers_lines(doc: dict, dtype: str) -> list[str]:
+def levers_lines(run: AnalysedRun, dtype: str) -> list[str]:
     """One line per layer type: its class and the lever it points at."""
-    rows = doc.get("layer_types_by_dtype", {}).get(dtype, {})
+    rows = run.layer_types_by_dtype.get(dtype, {})
     out = []
     for layer_type in suite.LAYER_TYPES:
         a = rows.get(layer_type)
-        if a and a.get("lever"):
-            out.append(f"  {escape(layer_type)}: {escape(a['lever'])}")
+        if a and a.lever:
+            out.append(f"  {escape(layer_type)}: {escape(a.lever)}")
     return (["Levers (what each class points at):", *out]) if out else []
 
 
-def slowest_table(doc: dict, n: int = SLOWEST_SHOWN) -> Table:
-    ok = [w for w in doc["workloads"] if w.get("stats")]
-    ok.sort(key=lambda w: w["stats"]["p50_s"], reverse=True)
+def slowest_table(run: AnalysedRun, n: int = SLOWEST_SHOWN) -> Table:
+    ok = [w for w in run.workloads if w.stats]
+    ok.sort(key=lambda w: w.stats.p50_s, reverse=True)
     t = DataTable(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
     columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "overhead",
                "roof share", "bottleneck", "flags")  # fmt: skip
     for col in columns:
         t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
     for w in ok[:n]:
-        s = w["stats"]
-        d = w.get("decomposition") or {}
+        s, d = w.stats, w.decomposition
         t.add_row(
-            w["id"],
-            time_text(s["p50_s"]),
-            time_text(s["p99_s"]),
-            pct(s.get("round_spread")),
-            rate_text(w.get("achieved_flops_per_s")),
-            pct(w.get("mfu")),
-            _overhead((w.get("fractions") or {}).get("overhead")),
-            pct(d.get("roof_share")),
-            class_label(w.get("bottleneck"), missing=MISSING),
-            ", ".join(w.get("flags") or []),
+            w.id,
+            time_text(s.p50_s),
+            time_text(s.p99_s),
+            pct(s.round_spread),
+            rate_text(w.achieved_flops_per_s),
+            pct(w.mfu),
+            _overhead(d.overhead_fraction if d else None),
+            pct(d.roof_share if d else None),
+            class_label(w.bottleneck, missing=MISSING),
+            ", ".join(w.flags),
         )
     return t

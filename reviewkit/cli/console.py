@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,9 @@ from reviewkit.cli.tables import DataTable, rate_text
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
 from reviewkit.common.format import change as fmt_change
 from reviewkit.evidence import loadgen
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
 
 PIPED_WIDTH = 150  # the longest workload id plus the numeric columns fit on one line
 
@@ -113,11 +117,11 @@ def print_profile(doc: dict, console: Console, paths: list[str]) -> None:
 def review_layer_table(report) -> Table | None:
     """MFU / memory-stall per layer type of a review's runs (walk): one column per run and dtype."""
     runs = [("baseline", report.baseline)] + [
-        (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(report.review_candidates)
+        (f"candidate {i + 1}", run) for i, (_, run) in enumerate(report.review_candidates)
     ]
     columns, layers = [], []
-    for label, doc in runs:
-        for dtype, by_layer in (doc.get("layer_types_by_dtype") or {}).items():
+    for label, run in runs:
+        for dtype, by_layer in run.layer_types_by_dtype.items():
             columns.append((f"{label} {dtype}", by_layer))
             layers += [lt for lt in by_layer if lt not in layers]
     if not columns:
@@ -130,15 +134,13 @@ def review_layer_table(report) -> Table | None:
         cells = []
         for _, by_layer in columns:
             agg = by_layer.get(lt)
-            cells.append(
-                f"{pct(agg.get('mfu'))} / {pct(agg.get('memory_stall_fraction'))}" if agg else ""
-            )
+            cells.append(f"{pct(agg.mfu)} / {pct(agg.memory_stall_fraction)}" if agg else "")
         t.add_row(lt, *cells)
     return t
 
 
-def problems_table(doc: dict) -> Table | None:
-    bad = [w for w in doc["workloads"] if w["status"] != STATUS_OK or w.get("reason")]
+def problems_table(run: AnalysedRun) -> Table | None:
+    bad = [w for w in run.workloads if w.status != STATUS_OK or w.reason]
     if not bad:
         return None
     t = DataTable(title="Workloads not measured normally", title_justify="left")
@@ -146,7 +148,7 @@ def problems_table(doc: dict) -> Table | None:
     t.add_column("status")
     t.add_column("reason", overflow="fold")
     for w in bad:
-        t.add_row(w["id"], w["status"], w.get("reason") or "")
+        t.add_row(w.id, w.status, w.reason or "")
     return t
 
 
@@ -157,108 +159,109 @@ def stdout_console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
 
 
-def print_run(doc: dict, console: Console, path: str | None = None) -> None:
-    env = doc["environment"]
-    s = doc["suite"]
-    status = (
-        "complete"
-        if doc.get("complete")
-        else "INCOMPLETE (" + escape(doc.get("interrupted") or "") + ")"
-    )
+def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> None:
+    env = run.environment
+    s = run.suite
+    status = "complete" if run.complete else "INCOMPLETE (" + escape(run.interrupted or "") + ")"
     # the fingerprint's label ("AMD EPYC · Zen 4 · AVX-512 BF16 · 2 cores") where recorded
-    device_label = (env.get("fingerprint") or {}).get("label") or env.get("device_name")
+    device_label = run.fingerprint.get("label") or env.get("device_name")
+    profile = MISSING if run.suite_profile is None else run.suite_profile
     console.print(
         f"[bold]{escape(s['name'])} {escape(s['version'])}[/] (hash {escape(s['hash'])}) · "
         + escape(
-            f"profile {doc.get('profile', MISSING)} · {doc['knobs'].get('device')} "
-            f"({device_label}) · {doc['knobs'].get('threads')} threads · "
-            f"{(doc.get('rounds') or {}).get('rounds', 1)} round(s) · "
+            f"profile {profile} · {run.knobs.get('device')} "
+            f"({device_label}) · {run.knobs.get('threads')} threads · "
+            f"{(run.rounds or {}).get('rounds', 1)} round(s) · "
             f"torch {env.get('torch_version')} · "
         )
         + status,
         highlight=False,
     )
-    console.print(ceilings_table(doc.get("ceilings") or {}))
-    profile = (doc.get("ceilings") or {}).get("profile")
-    if profile and profile.get("hash"):
+    console.print(ceilings_table(run.ceilings or {}))
+    device_profile = (run.ceilings or {}).get("profile")
+    if device_profile and device_profile.get("hash"):
         console.print(
             escape(
-                f"device profile {profile['hash']} ({profile.get('source')}, "
-                f"{profile.get('calibration')} calibration"
-                + (f", at {at}" if (at := settings_text(profile.get("settings"))) else "")
+                f"device profile {device_profile['hash']} ({device_profile.get('source')}, "
+                f"{device_profile.get('calibration')} calibration"
+                + (f", at {at}" if (at := settings_text(device_profile.get("settings"))) else "")
                 + ")"
             ),
             highlight=False,
         )
-    elif profile:
-        console.print(f"ceilings {escape(str(profile.get('reason')))}", highlight=False)
+    elif device_profile:
+        console.print(f"ceilings {escape(str(device_profile.get('reason')))}", highlight=False)
     from reviewkit.analysis.run_to_run import recorded_text
 
-    console.print(escape(recorded_text(doc)), highlight=False)
-    for note in support_notes(doc):
+    console.print(escape(recorded_text(run)), highlight=False)
+    for note in support_notes(run):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
-    for dtype in doc["knobs"]["dtypes"]:
-        if dtype in doc.get("layer_types_by_dtype", {}):
-            console.print(layer_table(doc, dtype))
-            for line in levers_lines(doc, dtype):
+    for dtype in run.knobs["dtypes"]:
+        if dtype in run.layer_types_by_dtype:
+            console.print(layer_table(run, dtype))
+            for line in levers_lines(run, dtype):
                 console.print(line, highlight=False)
-    for line in distributed_lines(doc):
+    for line in distributed_lines(run):
         console.print(line, highlight=False)
-    collectives = collectives_table(doc)
+    collectives = collectives_table(run)
     if collectives is not None:
         console.print(collectives)
-    console.print(slowest_table(doc))
-    problems = problems_table(doc)
+    console.print(slowest_table(run))
+    problems = problems_table(run)
     if problems is not None:
         console.print(problems)
     if path:
         console.print(f"run bundle: {escape(path)}", highlight=False)
 
 
-def summary(doc: dict, path: str | None = None) -> dict:
+# The fields `--json` keeps of each workload, in its order: everything but the raw samples.
+SUMMARY_FIELDS = ("id", "layer_type", "dtype", "status", "reason", "flops", "bytes", "mfu",
+                  "bandwidth_util", "fractions", "decomposition", "overhead_method", "bottleneck",
+                  "lever", "fusion_headroom_fraction", "flags", "reproduce")  # fmt: skip
+SUMMARY_STATS = ("n", "p50_s", "p95_s", "p99_s", "mean_s")
+
+
+def _json_of(value: object) -> object:
+    """A field as JSON writes it: a nested record by its own JSON, a tuple as a list."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _workload_summary(w: AnalysedWorkload, multi_rank: bool) -> dict:
+    row = {k: _json_of(getattr(w, k)) for k in SUMMARY_FIELDS}
+    row.update({k: getattr(w.stats, k) if w.stats else None for k in SUMMARY_STATS})
+    if multi_rank:
+        row.update(collective=_json_of(w.collective), skew=_json_of(w.skew))
+    return row
+
+
+def _distributed_summary(run: AnalysedRun) -> dict | None:
+    """The set-up with the stragglers and scaling the analysis found, as the bundle has them."""
+    if not run.distributed:
+        return run.distributed
+    return {**run.distributed, "stragglers": _json_of(run.stragglers),
+            "scaling": [s.to_json() for s in run.scaling]}  # fmt: skip
+
+
+def summary(run: AnalysedRun, path: str | None = None) -> dict:
     """The machine-readable view printed by `--json`: everything but the raw samples."""
-    keep = (
-        "id",
-        "layer_type",
-        "dtype",
-        "status",
-        "reason",
-        "flops",
-        "bytes",
-        "mfu",
-        "bandwidth_util",
-        "fractions",
-        "decomposition",
-        "overhead_method",
-        "bottleneck",
-        "lever",
-        "fusion_headroom_fraction",
-        "flags",
-        "reproduce",
-    )
-    workloads = []
-    for w in doc["workloads"]:
-        row = {k: w.get(k) for k in keep}
-        st = w.get("stats") or {}
-        row.update({k: st.get(k) for k in ("n", "p50_s", "p95_s", "p99_s", "mean_s")})
-        if doc.get("distributed"):
-            row.update(collective=w.get("collective"), skew=w.get("skew"))
-        workloads.append(row)
     return {
         "run": path,
-        "complete": doc.get("complete"),
-        "profile": doc["profile"],
-        "suite": doc["suite"],
-        "knobs": doc["knobs"],
-        "ceilings": doc.get("ceilings"),
+        "complete": run.complete,
+        "profile": run.suite_profile,
+        "suite": run.suite,
+        "knobs": run.knobs,
+        "ceilings": run.ceilings,
         # the device's run-to-run figure when the run started, or why there was none
-        "run_to_run": doc.get("run_to_run"),
-        "overhead_probe": doc.get("overhead_probe"),
-        "phases_s": doc.get("phases_s"),
-        "layer_types": doc.get("layer_types"),
-        "layer_types_by_dtype": doc.get("layer_types_by_dtype"),
-        "distributed": doc.get("distributed"),
-        "workloads": workloads,
+        "run_to_run": run.run_to_run,
+        "overhead_probe": run.overhead_probe,
+        "phases_s": run.phases_s,
+        "layer_types": {k: v.to_json() for k, v in run.layer_types.items()},
+        "layer_types_by_dtype": {dtype: {k: v.to_json() for k, v in table.items()}
+                                 for dtype, table in run.layer_types_by_dtype.items()},
+        "distributed": _distributed_summary(run),
+        "workloads": [_workload_summary(w, bool(run.distributed)) for w in run.workloads],
     }
 
 

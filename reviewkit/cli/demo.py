@@ -6,10 +6,14 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tomlkit
 
 from reviewkit.common.errors import InputError
+
+if TYPE_CHECKING:
+    from reviewkit.analysis.analysed import AnalysedRun
 
 DEFAULT_OUT = Path("reviewkit-demo")
 SLUG = "this-machine-fp32-to-bf16"
@@ -27,7 +31,7 @@ DEMO_SWEEP_MIN_S = 0.5
 DEMO_SWEEP_LEVEL_BUDGET_S = 20.0
 
 
-def _review(device: str, baseline: dict, candidate: dict, profile: str) -> dict:
+def _review(device: str, baseline: AnalysedRun, candidate: AnalysedRun, profile: str) -> dict:
     """A proposed review of fp32 -> bf16 built from the two runs: claims only what they show."""
     from reviewkit.analysis.compare import compare
     from reviewkit.analysis.hardware import support_notes
@@ -181,7 +185,7 @@ def run_demo(
         decision / "runs", pairing, "baseline-fp32/run.json", "candidate-bf16/run.json"
     )
     evidence = _measure_evidence(decision / "evidence", profile, device, say, on_progress)
-    device_name = runs["fp32"]["environment"].get("device_name") or device
+    device_name = runs["fp32"].environment.get("device_name") or device
     review = decision / "review.toml"
     text = _review(device_name, runs["fp32"], runs["bf16"], profile)
     text["evidence"] = evidence

@@ -350,11 +350,11 @@ def show(
     from reviewkit.bundle.run import load_run
     from reviewkit.cli.console import print_run, stdout_console, summary
 
-    doc = analyse_run(load_run(run_dir))
+    run = analyse_run(load_run(run_dir))
     if as_json:
-        emit_json(summary(doc, str(run_dir)))
+        emit_json(summary(run, str(run_dir)))
     else:
-        print_run(doc, stdout_console(), str(run_dir))
+        print_run(run, stdout_console(), str(run_dir))
 
 
 @user_errors

@@ -238,14 +238,14 @@ def _example_pointer(report: Report) -> str:
     """A pointer to suggest: the first candidate's run.json at its model (or slowest) workload."""
     if not report.review_candidates:
         return ""
-    path, doc = report.review_candidates[0]
+    path, run = report.review_candidates[0]
     file = report.review.relative(path / "run.json" if path.is_dir() else path)
-    timed = [w for w in doc.get("workloads", []) if w.get("stats")]
-    models = [w for w in timed if w.get("layer_type") == "model"] or timed
+    timed = [w for w in run.workloads if w.stats]
+    models = [w for w in timed if w.layer_type == "model"] or timed
     if not models:
         return file
-    slowest = max(models, key=lambda w: w["stats"]["p50_s"])
-    return f"{file}#{slowest['id']}"
+    slowest = max(models, key=lambda w: w.stats.p50_s)
+    return f"{file}#{slowest.id}"
 
 
 def _show_evidence(report: Report, console: Console) -> None:
@@ -288,8 +288,8 @@ def _layer_views(report: Report) -> dict[str, dict]:
 
     return {
         f"candidate {i + 1} {layer_type}": layer_view(agg)
-        for i, (_, doc) in enumerate(report.review_candidates)
-        for layer_type, agg in (doc.get("layer_types") or {}).items()
+        for i, (_, run) in enumerate(report.review_candidates)
+        for layer_type, agg in run.layer_types.items()
     }
 
 

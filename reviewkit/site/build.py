@@ -211,27 +211,27 @@ def _trend_rows(folders: list[Path]) -> dict[str, list[dict]]:
                 if digest in seen:
                     continue
                 seen.add(digest)
-                doc = analyse_run(load_run(run_file))
+                run = analyse_run(load_run(run_file))
             except (ReviewkitError, OSError):
                 continue  # a broken decision is reported by its own build; trends skip it
-            when = dt.datetime.fromtimestamp(doc.get("created_unix_s", 0), dt.timezone.utc)
+            when = dt.datetime.fromtimestamp(run.created_unix_s or 0, dt.timezone.utc)
             # A series is one device by its fingerprint, under its label (a Zen 3 and a Zen 5
             # both named "AMD EPYC" are two series); runs recorded before fingerprints by name.
-            fingerprint = (doc.get("environment") or {}).get("fingerprint") or {}
+            fingerprint = run.fingerprint
             device = (
                 fingerprint.get("label")
-                or doc["knobs"].get("device_name")
-                or doc["knobs"].get("device", "?")
+                or run.knobs.get("device_name")
+                or run.knobs.get("device", "?")
             )
             prints.setdefault(device, set()).add(fingerprint.get("hash"))
-            threads = doc["knobs"].get("threads")
-            for dtype, layers in doc.get("layer_types_by_dtype", {}).items():
+            threads = run.knobs.get("threads")
+            for dtype, layers in run.layer_types_by_dtype.items():
                 for layer_type, agg in layers.items():
                     rows.setdefault(layer_type, []).append({
                         "time": when.strftime("%Y-%m-%dT%H:%M:%S"),
                         "device": device, "fingerprint": fingerprint.get("hash"),
                         "series": f"{device} · {dtype} · {threads} threads",
-                        "mfu": agg["mfu"], "stall": agg["memory_stall_fraction"],
+                        "mfu": agg.mfu, "stall": agg.memory_stall_fraction,
                         "run": run_file.parent.relative_to(folder).as_posix(),
                         "decision": folder.name,
                     })  # fmt: skip

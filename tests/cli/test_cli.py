@@ -186,6 +186,7 @@ def test_help_lists_commands():
 def test_text_from_a_bundle_is_printed_as_it_is_never_as_markup(tmp_path):
     """A workload id or a knob holding rich markup is shown literally; "[/]" used to raise
     rich's MarkupError out of `show` (found by the run.json fuzz, issue 18)."""
+    import dataclasses
     import io
 
     from rich.console import Console
@@ -195,11 +196,11 @@ def test_text_from_a_bundle_is_printed_as_it_is_never_as_markup(tmp_path):
     from reviewkit.bundle.run import load_run, write_run
     from reviewkit.cli.console import print_run
 
-    doc = load_run(make_run(tmp_path / "run", status_for={"gemm.toy-ffn-up.b1s128": "error"}))
-    doc["workloads"][0]["id"] = "[/][red]gemm[/red]"
-    doc["workloads"][0]["reason"] = "[bold]boom[/] [/]"
-    doc["profile"] = "[/]quick"
-    write_run(tmp_path / "run", doc)
+    run = load_run(make_run(tmp_path / "run", status_for={"gemm.toy-ffn-up.b1s128": "error"}))
+    first = dataclasses.replace(run.workloads[0], id="[/][red]gemm[/red]",
+                                reason="[bold]boom[/] [/]")  # fmt: skip
+    write_run(tmp_path / "run", run.with_values(workloads=(first, *run.workloads[1:]),
+                                                suite_profile="[/]quick"))  # fmt: skip
     out = io.StringIO()
     print_run(analyse_run(load_run(tmp_path / "run")), Console(file=out, width=200), "x")
     text = out.getvalue()
