@@ -59,9 +59,8 @@ CALLS_ALTERNATED = "alternated"
 
 
 def pairing_of(run: Run) -> Mapping[str, Any]:
-    """The run's pairing record ({} unless it is one side of a `reviewkit ab`). The record is
-    not a field of Run, so it is among the keys the run keeps unread (`extra`)."""
-    return run.extra.get("pairing") or {}
+    """The run's pairing record ({} unless it is one side of a `reviewkit ab`)."""
+    return run.pairing or {}
 
 
 def calls_paired(base: Run, cand: Run) -> bool:
