@@ -25,6 +25,7 @@ from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle import profile as profiles
+from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import overhead, runner, sensors
@@ -274,7 +275,7 @@ def ab(
         # Each side divides by the ceilings of its own settings: where the two differ in a
         # setting that moves a ceiling (threads, float32 matmul precision) each side's profile
         # is obtained under its own settings; else both share the baseline's.
-        own = moved_settings(docs[BASELINE], docs[CANDIDATE])
+        own = moved_settings(Run.from_json(docs[BASELINE]), Run.from_json(docs[CANDIDATE]))
         for side in (base, cand) if own else (base,):
             with side.active():
                 obtained = obtain(
