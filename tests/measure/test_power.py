@@ -137,15 +137,15 @@ def test_energy_survives_the_bundle(fake_rapl, tmp_path):
 
 
 def test_this_machine_records_energy_or_why_not(smoke_run):
-    doc, _ = smoke_run
-    meter = doc["energy_meter"]
-    for w in doc["workloads"]:
-        e = w["energy"]
+    run, _ = smoke_run
+    meter = run.energy_meter
+    for w in run.workloads:
+        e = w.energy
         if meter["available"]:  # a machine with readable RAPL counters
             assert e["available"] or "did not advance" in e["reason"]
         else:  # this project's machine: no RAPL, so the sensors' reason, and no number
             assert e == {"available": False, "reason": meter["reason"]}
-            assert meter["reason"] == doc["environment"]["sensors"]["rapl"]["reason"]
+            assert meter["reason"] == run.environment["sensors"]["rapl"]["reason"]
 
 
 class BrokenMeter:
