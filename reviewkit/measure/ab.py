@@ -217,7 +217,7 @@ def _pairs(base: Side, cand: Side) -> list[tuple[int | None, int | None]]:
     """(baseline index, candidate index) of each workload measured: by shape when the dtypes
     differ, else by id; a workload only one side has is measured alone."""
     by_shape = base.dtypes != cand.dtypes
-    key = (lambda s: slice_key({"id": s.id, "dtype": s.dtype})) if by_shape else (lambda s: s.id)
+    key = (lambda s: slice_key(runner.as_workload(s))) if by_shape else (lambda s: s.id)
     cand_index = {key(s): i for i, s in enumerate(cand.specs)}
     pairs = [(i, cand_index.pop(key(s), None)) for i, s in enumerate(base.specs)]
     return pairs + [(None, j) for j in cand_index.values()]

@@ -109,7 +109,7 @@ def usable_traces(
         for k, t in enumerate(listed, 1):
             name = str(t.get("path", f"trace {k}")) if isinstance(t, dict) else f"trace {k}"
             try:
-                json.dumps(build([t], {"workloads": []}, factor).to_json(), allow_nan=False)
+                json.dumps(_fit([t], {}, factor).to_json(), allow_nan=False)  # an empty suite
             except MALFORMED as exc:
                 left_out.append(LeftOut(source, name, k, DAMAGED, exc))
                 continue
@@ -202,7 +202,11 @@ def build(traces: list[dict], run: Run, shape_range_factor: float) -> FitMatrix:
     """Fit production (the traces' op mix and shapes) against one run's suite workloads: a
     production shape is covered when a workload of its layer type has within
     `shape_range_factor` times as many (or as few) elements in its first input."""
-    sizes = suite_sizes(run)
+    return _fit(traces, suite_sizes(run), shape_range_factor)
+
+
+def _fit(traces: list[dict], sizes: dict[str, list[tuple[str, int]]],
+         shape_range_factor: float) -> FitMatrix:  # fmt: skip
     per_layer, total_s = _production_shapes(traces)
     log_factor = math.log(shape_range_factor)
     rows: dict[tuple[str, str], dict] = {}
