@@ -6,7 +6,6 @@ torch = pytest.importorskip("torch")
 
 from reviewkit.analysis import overhead  # noqa: E402
 from reviewkit.analysis.stats import summarise  # noqa: E402
-from reviewkit.bundle.records import Workload  # noqa: E402
 from reviewkit.measure import graphs  # noqa: E402
 from reviewkit.measure.gpu_overhead import measure_gpu_overhead, union_seconds  # noqa: E402
 from reviewkit.measure.timing import SamplingPolicy, collect_samples  # noqa: E402
@@ -60,12 +59,6 @@ def profile_fails(fn, device):
     raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED\nmore detail")
 
 
-def _carrying(record: dict) -> Workload:
-    """A measured workload whose `overhead` is `record`, as the analysis reads it."""
-    return Workload.from_json({"id": "w", "layer_type": "gemm", "dtype": "fp32", "status": "ok",
-                               "overhead": record})  # fmt: skip
-
-
 def eager_stats():
     """The workload's own statistics, as the runner measures them: 30 us a call."""
     samples = collect_samples(fake_timed(eager, DEVICE), POLICY).samples_s
@@ -89,7 +82,7 @@ def test_graph_replay_gives_eager_minus_replay():
     assert record["method"] == overhead.CUDA_GRAPH
     assert record["samples_s"] == [18 * US] * 5  # the replay's samples, not the eager call's
     assert record["reason"].startswith("replayed from a CUDA graph: ")
-    t_o = overhead.read(_carrying(record), eager_stats())
+    t_o = overhead.read({"overhead": record}, eager_stats())
     # 30 us eager - 18 us replay = 12 us of host issue cost
     assert t_o.method == overhead.CUDA_GRAPH
     assert t_o.overhead_s == pytest.approx(12 * US, rel=1e-12)
@@ -107,7 +100,7 @@ def test_failed_capture_falls_back_to_the_union_of_kernel_intervals():
         "graph capture failed (RuntimeError: operation not permitted when stream is capturing): "
         "t minus the union of the call's 3 kernel intervals from one profiled call"
     )
-    t_o = overhead.read(_carrying(record), eager_stats())
+    t_o = overhead.read({"overhead": record}, eager_stats())
     assert t_o.overhead_s == pytest.approx(10 * US, rel=1e-12)  # 30 us - 20 us busy
 
 
@@ -142,7 +135,7 @@ def test_neither_capture_nor_profile_gives_the_floor_as_an_upper_bound():
                   "permitted when stream is capturing; profiling: RuntimeError: "
                   "CUPTI_ERROR_NOT_INITIALIZED): a floor call's host issue cost, an upper bound",
     }  # fmt: skip
-    t_o = overhead.read(_carrying(record), eager_stats())
+    t_o = overhead.read({"overhead": record}, eager_stats())
     assert t_o.overhead_s == pytest.approx(7 * US, rel=1e-12)
     assert t_o.upper_bound
 
@@ -175,7 +168,7 @@ def test_nothing_works_and_no_floor_is_not_measured_with_the_reasons():
                   "permitted when stream is capturing; profiling: RuntimeError: "
                   "CUPTI_ERROR_NOT_INITIALIZED), and the workload has no floor call",
     }  # fmt: skip
-    t_o = overhead.read(_carrying(record), eager_stats())
+    t_o = overhead.read({"overhead": record}, eager_stats())
     assert t_o.overhead_s is None and t_o.method == overhead.NOT_MEASURED
     assert t_o.reason == record["reason"]
 
