@@ -109,7 +109,7 @@ def usable_traces(
         for k, t in enumerate(listed, 1):
             name = str(t.get("path", f"trace {k}")) if isinstance(t, dict) else f"trace {k}"
             try:
-                json.dumps(_fit([t], {}, factor).to_json(), allow_nan=False)  # an empty suite
+                json.dumps(_fit([t], {}, factor).to_json(), allow_nan=False)
             except MALFORMED as exc:
                 left_out.append(LeftOut(source, name, k, DAMAGED, exc))
                 continue
