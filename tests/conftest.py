@@ -19,16 +19,17 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """An analysed smoke run of fp32 and bf16, written as a bundle; returns (doc, folder)."""
+    """An analysed smoke run of fp32 and bf16, written as a bundle; returns (run, folder)."""
     from reviewkit.analysis.roofline import analyse_run
+    from reviewkit.bundle.records import Run
     from reviewkit.bundle.run import write_run
     from reviewkit.measure import runner as measure
 
     doc = measure.run(measure.RunRequest(profile="smoke", dtypes=("fp32", "bf16")))
-    analyse_run(doc)
+    run = analyse_run(Run.from_json(doc))
     out = tmp_path_factory.mktemp("smoke")
-    write_run(out, doc)
-    return doc, out
+    write_run(out, run)
+    return run, out
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,6 +25,7 @@ from reviewkit.analysis.compare import slice_key
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle import profile as profiles
+from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import overhead, runner, sensors
@@ -216,7 +217,7 @@ def _pairs(base: Side, cand: Side) -> list[tuple[int | None, int | None]]:
     """(baseline index, candidate index) of each workload measured: by shape when the dtypes
     differ, else by id; a workload only one side has is measured alone."""
     by_shape = base.dtypes != cand.dtypes
-    key = (lambda s: slice_key({"id": s.id, "dtype": s.dtype})) if by_shape else (lambda s: s.id)
+    key = (lambda s: slice_key(runner.as_workload(s))) if by_shape else (lambda s: s.id)
     cand_index = {key(s): i for i, s in enumerate(cand.specs)}
     pairs = [(i, cand_index.pop(key(s), None)) for i, s in enumerate(base.specs)]
     return pairs + [(None, j) for j in cand_index.values()]
@@ -274,7 +275,7 @@ def ab(
         # Each side divides by the ceilings of its own settings: where the two differ in a
         # setting that moves a ceiling (threads, float32 matmul precision) each side's profile
         # is obtained under its own settings; else both share the baseline's.
-        own = moved_settings(docs[BASELINE], docs[CANDIDATE])
+        own = moved_settings(Run.from_json(docs[BASELINE]), Run.from_json(docs[CANDIDATE]))
         for side in (base, cand) if own else (base,):
             with side.active():
                 obtained = obtain(

@@ -96,6 +96,7 @@ def measure_quality(
     """Relative and max-abs error of every workload per lower dtype, against float64."""
     from reviewkit.analysis.compare import slice_key
     from reviewkit.measure.device import resolve_device
+    from reviewkit.measure.runner import as_workload
 
     bad = [d for d in dtypes if d not in QUALITY_DTYPES]
     if bad or not dtypes:
@@ -107,7 +108,7 @@ def measure_quality(
     results = []
     for i, spec in enumerate(specs):
         progress(spec.id, i, len(specs))
-        key = slice_key({"id": spec.id, "dtype": spec.dtype})
+        key = slice_key(as_workload(spec))
         sets = MODEL_INPUT_SETS if spec.kernel == "gpt_decoder" else 1
         try:
             refs = [_output(spec, REFERENCE, dev, kernels.INPUT_SEED + s) for s in range(sets)]

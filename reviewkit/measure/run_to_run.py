@@ -178,12 +178,12 @@ def pool(
             kept = stored["observations"]
     new, left_out = [], []
     for folder, source in bundles:
-        doc = load_run(folder)
-        why = estimator.refusal(doc, str(folder), fp_hash, suite_hash)
+        run = load_run(folder)
+        why = estimator.refusal(run, str(folder), fp_hash, suite_hash)
         if why:
             raise InputError(f"{why}; nothing was stored")
         run_id = sha256_file(Path(folder))[:16]
-        obs, left = estimator.observation(doc, run_id, source)
+        obs, left = estimator.observation(run, run_id, source)
         new.append(obs)
         left_out += [f"{folder}: {wid} (one round)" for wid in left]
     observations, repeated = estimator.merge(kept, new)

@@ -18,11 +18,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reviewkit.common.files import write_text_atomic
 from reviewkit.suite import collectives
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
+
+if TYPE_CHECKING:
+    from reviewkit.bundle.records import Run
 
 FOLDER = Path(__file__).with_name("recorded")
 COMMAND = "python -m reviewkit.suite.history"
@@ -102,29 +106,29 @@ def check_current(folder: Path = FOLDER) -> list[str]:
     ]
 
 
-def check_bundle(doc: dict, folder: Path = FOLDER) -> list[str]:
+def check_bundle(run: Run, folder: Path = FOLDER) -> list[str]:
     """Why a run bundle's workloads are not those of the suite version it records (empty when
     they are): its identity and each workload's definition hash against that version's record."""
-    version = doc["suite"].get("version")
+    version = run.suite_version
     stored = load(str(version), folder)
     if stored is None:
         return [f"recorded with suite {version}, of which {folder} has no record "
                 f"(recorded: {', '.join(recorded_versions(folder)) or 'none'})"]  # fmt: skip
-    if doc["suite"] != stored["suite"]:
-        return [f"its suite identity {doc['suite']} is not the recorded {stored['suite']}"]
-    profile = doc["profile"]
-    if doc.get("distributed"):
-        world = str(doc["distributed"]["world_size"])
+    if run.suite != stored["suite"]:
+        return [f"its suite identity {run.suite} is not the recorded {stored['suite']}"]
+    profile = run.suite_profile
+    if run.distributed:
+        world = str(run.distributed["world_size"])
         hashes = stored["distributed"].get(profile, {}).get(world)
         if hashes is None:
             return [f"world size {world} is not among the recorded ones ({WORLD_SIZES})"]
     else:
         hashes = stored["workloads"].get(profile, {})
     return [
-        f"{w['id']}: definition {w['definition_hash']}, suite {version} records "
-        f"{hashes.get(w['id'], 'no such workload')}"
-        for w in doc["workloads"]
-        if hashes.get(w["id"]) != w["definition_hash"]
+        f"{w.id}: definition {w.definition_hash}, suite {version} records "
+        f"{hashes.get(w.id, 'no such workload')}"
+        for w in run.workloads
+        if hashes.get(w.id) != w.definition_hash
     ]
 
 

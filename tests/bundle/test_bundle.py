@@ -21,11 +21,11 @@ MINIMAL = {
 
 def test_round_trip(tmp_path):
     path = write_run(tmp_path / "run1", MINIMAL)
-    doc = load_run(tmp_path / "run1")
-    assert doc["schema_version"] == SCHEMA_VERSION
-    assert doc["suite"] == MINIMAL["suite"]
-    assert doc["workloads"][0]["p99"] is None  # JSON has no infinity: written as null
-    assert load_run(path) == doc  # the folder or its run.json
+    run = load_run(tmp_path / "run1")
+    assert run.schema_version == SCHEMA_VERSION
+    assert run.suite == MINIMAL["suite"]
+    assert run.workloads[0].extra["p99"] is None  # JSON has no infinity: written as null
+    assert load_run(path).to_json() == run.to_json()  # the folder or its run.json
     assert [p.name for p in (tmp_path / "run1").iterdir()] == ["run.json"]  # no temp file left
 
 
@@ -74,14 +74,14 @@ def test_v5_bundle_migrates_with_overhead_not_measured(tmp_path):
           "workloads": [{**W, "id": "a", "round_sizes": [3], "flops": 1e6, "bytes": 1e6,
                          "samples_s": [1e-4, 1e-4, 1e-4]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v5))
-    doc = load_run(tmp_path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 5
-    record = doc["workloads"][0]["overhead"]
+    run = load_run(tmp_path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 5
+    record = run.workloads[0].overhead
     assert record["available"] is False and record["method"] == "not-measured"
     assert "schema 5" in record["reason"]
-    w = analyse_run(doc, below_roof_share=0.5)["workloads"][0]
+    w = analyse_run(run, below_roof_share=0.5).workloads[0]
     # t = 100 us, t_roof = max(1 us, 10 us) = 10 us: 10% of t, under 0.5
-    assert w["bottleneck"] == UNCLASSIFIED and w["fractions"]["overhead"] is None
+    assert w.bottleneck == UNCLASSIFIED and w.decomposition.overhead_fraction is None
 
 
 def test_v4_bundle_migrates_to_one_process(tmp_path):
@@ -89,10 +89,10 @@ def test_v4_bundle_migrates_to_one_process(tmp_path):
     v4 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 4,
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v4))
-    doc = load_run(tmp_path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 4
-    assert doc["distributed"] is None
-    assert [{k: v for k, v in w.items() if k != "overhead"} for w in doc["workloads"]] == \
+    run = load_run(tmp_path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 4
+    assert run.distributed is None
+    assert [{k: v for k, v in w.to_json().items() if k != "overhead"} for w in run.workloads] == \
         v4["workloads"]
 
 
@@ -102,13 +102,13 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
     v3 = {**MINIMAL, "kind": "reviewkit.run", "schema_version": 3, "ceilings": ceilings,
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v3))
-    doc = load_run(tmp_path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 3
-    assert doc["ceilings"]["compute"] == ceilings["compute"]
-    assert doc["ceilings"]["bandwidth"] == ceilings["bandwidth"]
-    assert "memory" not in doc["ceilings"]
-    assert doc["ceilings"]["profile"]["hash"] is None
-    assert "before device profiles" in doc["ceilings"]["profile"]["reason"]
+    run = load_run(tmp_path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 3
+    assert run.ceilings["compute"] == ceilings["compute"]
+    assert run.ceilings["bandwidth"] == ceilings["bandwidth"]
+    assert "memory" not in run.ceilings
+    assert run.ceilings["profile"]["hash"] is None
+    assert "before device profiles" in run.ceilings["profile"]["reason"]
 
 
 def test_v6_round_trips_unchanged(tmp_path):
@@ -116,8 +116,8 @@ def test_v6_round_trips_unchanged(tmp_path):
     doc = {**MINIMAL, "workloads": [{**W, "id": "a", "energy": energy, "round_sizes": [1, 1]}]}
     write_run(tmp_path, doc)
     loaded = load_run(tmp_path)
-    assert loaded == {**doc, "schema_version": 6, "kind": "reviewkit.run"}
-    assert "migrated_from" not in loaded  # written as 5: nothing migrated
+    assert loaded.to_json() == {**doc, "schema_version": 6, "kind": "reviewkit.run"}
+    assert "migrated_from" not in loaded.extra  # written as 6: nothing migrated
 
 
 def test_v2_bundle_migrates_to_one_round(tmp_path):
@@ -128,10 +128,10 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
         {**W, "id": "b", "status": "unsupported", "samples_s": [], "energy": energy},
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
-    doc = load_run(tmp_path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 2
-    assert [w["round_sizes"] for w in doc["workloads"]] == [[3], []]
-    assert doc["rounds"] == {"rounds": 1, "seed": None}
+    run = load_run(tmp_path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 2
+    assert [w.round_sizes for w in run.workloads] == [(3,), ()]
+    assert run.rounds == {"rounds": 1, "seed": None}
 
 
 V1_DOC = {
@@ -148,23 +148,23 @@ V1_DOC = {
 def test_v1_bundle_migrates_to_v2(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
     before = (tmp_path / "run.json").read_text()
-    doc = load_run(tmp_path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 1
+    run = load_run(tmp_path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 1
     reason = "recorded with run.json schema 1, before energy was metered"
     # Every workload, measured or not, gets energy absent with the reason.
-    assert [w["energy"] for w in doc["workloads"]] == [
+    assert [w.energy for w in run.workloads] == [
         {"available": False, "reason": reason},
         {"available": False, "reason": reason},
     ]
-    assert [w["status"] for w in doc["workloads"]] == ["ok", "unsupported"]  # kept
-    sensors = doc["environment"]["sensors"]
-    assert doc["environment"]["os"] == "Linux"
+    assert [w.status for w in run.workloads] == ["ok", "unsupported"]  # kept
+    sensors = run.environment["sensors"]
+    assert run.environment["os"] == "Linux"
     for key in ("rapl", "nvml_energy", "thermal", "cpu_clocks"):
         assert sensors[key]["available"] is False
         assert sensors[key]["reason"] == (
             "recorded with run.json schema 1, before sensors were surveyed"
         )
-    assert doc["energy_meter"] == {"available": False, "reason": reason}
+    assert run.energy_meter == {"available": False, "reason": reason}
     assert (tmp_path / "run.json").read_text() == before  # migrated in memory, never rewritten
 
 
@@ -183,11 +183,11 @@ def test_committed_v1_samples_load_migrated():
     path = Path(__file__).parents[2] / "site" / "decisions" / "bf16-transformer" / "runs"
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
-    doc = load_run(path)
-    assert doc["schema_version"] == 6 and doc["migrated_from"] == 1
-    assert all(w["energy"]["available"] is False for w in doc["workloads"])
-    assert all(w["overhead"]["method"] == "not-measured" and "schema 1" in w["overhead"]["reason"]
-               for w in doc["workloads"])  # fmt: skip
+    run = load_run(path)
+    assert run.schema_version == 6 and run.extra["migrated_from"] == 1
+    assert all(w.energy["available"] is False for w in run.workloads)
+    assert all(w.overhead["method"] == "not-measured" and "schema 1" in w.overhead["reason"]
+               for w in run.workloads)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,7 @@ def test_every_recorded_sample_bundle_meets_the_schema():
     files = sorted(samples.glob("**/run.json"))
     assert len(files) >= 4
     for file in files:
-        assert load_run(file)["schema_version"] == SCHEMA_VERSION
+        assert load_run(file).schema_version == SCHEMA_VERSION
 
 
 def test_the_schema_check_runs_once_per_content(tmp_path, monkeypatch):

@@ -143,6 +143,7 @@ def test_a_bundle_with_and_without_a_record_loads(tmp_path):
     ok = {"available": True, "sd": 0.01, "runs": 4, "workloads": 5, "updated_unix_s": 1.78e9,
           "fingerprint": "abc123", "method": "words", "hash": "h", "torch_version": "2.0"}
     write_run(tmp_path / "a", {**MINIMAL_RUN, "run_to_run": ok})
-    assert load_run(tmp_path / "a")["run_to_run"] == ok
+    assert load_run(tmp_path / "a").run_to_run == ok
     write_run(tmp_path / "b", MINIMAL_RUN)
-    assert "run_to_run" not in load_run(tmp_path / "b")
+    without = load_run(tmp_path / "b")
+    assert without.run_to_run is None and "run_to_run" not in without.to_json()

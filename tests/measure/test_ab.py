@@ -11,6 +11,7 @@ import torch
 
 from reviewkit.analysis.compare import compare
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import load_run
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import ab
@@ -68,7 +69,7 @@ def test_an_interleaved_run_pairs_two_ordinary_bundles(tmp_path):
     for b, c in zip(base["workloads"], cand["workloads"], strict=True):
         assert b["id"] == c["id"] and b["status"] == c["status"] == "ok"
         assert len(b["round_sizes"]) == len(c["round_sizes"]) == 3
-    comp = compare(analyse_run(base), analyse_run(cand))
+    comp = compare(analyse_run(Run.from_json(base)), analyse_run(Run.from_json(cand)))
     assert comp.design.startswith("rounds and calls paired")
     assert [k.knob for k in comp.knob_changes] == ["threads"]
     assert sum(label.startswith("round ") for label in order) == 3 * len(base["workloads"])
@@ -96,7 +97,7 @@ def test_cli_writes_the_bundles_and_the_pairing(tmp_path):
     assert summary["comparison"]["design"].startswith("rounds and calls paired")
     pairing = json.loads((out / "pairing.json").read_text())
     assert pairing["aa"] is True and pairing["baseline"] == "baseline/run.json"
-    assert load_run(out / "baseline")["pairing"]["id"] == pairing["id"]
+    assert load_run(out / "baseline").extra["pairing"]["id"] == pairing["id"]
     refused = subprocess.run(
         [*cmd[:4], "--candidate", "compile_mode=max-autotune", "--out", str(tmp_path / "x")],
         capture_output=True, text=True,

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED  # noqa: E402
+from reviewkit.analysis.roofline import analyse_run  # noqa: E402
 from reviewkit.bundle.run import SCHEMA_VERSION, load_run  # noqa: E402
 from reviewkit.measure import distributed as dmeasure  # noqa: E402
 from reviewkit.measure import rank_kernels  # noqa: E402
@@ -49,87 +50,87 @@ def two_ranks(tmp_path_factory):
         "--only", ONLY, "--timeout", "60", "--out", str(out), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return load_run(out), json.loads(proc.stdout), time.monotonic() - started
+    return analyse_run(load_run(out)), json.loads(proc.stdout), time.monotonic() - started
 
 
 def test_rank_zero_gathers_every_ranks_samples(two_ranks):
-    doc, _, _ = two_ranks
-    assert doc["complete"] and doc["schema_version"] == SCHEMA_VERSION
-    d = doc["distributed"]
+    run, _, _ = two_ranks
+    assert run.complete and run.schema_version == SCHEMA_VERSION
+    d = run.distributed
     assert d["world_size"] == 2 and d["backend"] == "gloo" and d["launcher"] == "reviewkit --nproc"
     assert [r["rank"] for r in d["ranks"]] == [0, 1]
     assert d["ranks"][0]["pid"] != d["ranks"][1]["pid"]  # two processes, really
     assert sum(d["ranks_per_host"].values()) == 2
     assert d["topology"]["available"] is False and "GPU" in d["topology"]["reason"]
-    ids = [w["id"] for w in doc["workloads"]]
+    ids = [w.id for w in run.workloads]
     assert any(i.startswith("collective.pipeline-send-recv") for i in ids)
     assert any(".tp2-" in i for i in ids) and any(".tp1-" in i for i in ids)
-    for w in doc["workloads"]:
-        assert w["status"] == "ok", (w["id"], w["reason"])
-        per_rank = w["rank_samples_s"]
-        assert len(per_rank) == 2 and len(per_rank[0]) == len(per_rank[1]) == len(w["samples_s"])
+    for w in run.workloads:
+        assert w.status == "ok", (w.id, w.reason)
+        per_rank = w.rank_samples_s
+        assert len(per_rank) == 2 and len(per_rank[0]) == len(per_rank[1]) == len(w.samples_s)
         # the step's time is the slowest rank's, call by call
-        assert w["samples_s"] == [max(a, b) for a, b in zip(*per_rank, strict=True)]
-        assert sum(w["round_sizes"]) == len(w["samples_s"])
+        assert w.samples_s == tuple(max(a, b) for a, b in zip(*per_rank, strict=True))
+        assert sum(w.round_sizes) == len(w.samples_s)
         # overhead and inefficiency are None where overhead was not measured (the compute
         # workloads), the rest then unattributed: the fractions given sum to 1 either way
-        f = w["fractions"]
+        f = w.decomposition.fractions()
         assert sum(v for v in f.values() if v is not None) == pytest.approx(1)
-        assert w["skew"]["slowest_rank"] in (0, 1) and w["skew"]["max_over_median"] >= 1
+        assert w.skew.slowest_rank in (0, 1) and w.skew.max_over_median >= 1
 
 
 def test_collective_bandwidths_follow_nccl_tests(two_ranks):
-    doc, _, _ = two_ranks
-    link = doc["ceilings"]["interconnect"]
+    run, _, _ = two_ranks
+    link = run.ceilings["interconnect"]
     assert link["peak"] == max(link["trials_bytes_per_s"]) > 0
     assert "broadcast" in link["measured_method"]
-    for w in doc["workloads"]:
-        if w["layer_type"] != "collective":
+    for w in run.workloads:
+        if w.layer_type != "collective":
             continue
-        c, size, p50 = w["collective"], w["params"]["message_bytes"], w["stats"]["p50_s"]
-        assert size == w["params"]["elements"] * 4  # fp32
+        c, size, p50 = w.collective, w.params["message_bytes"], w.stats.p50_s
+        assert size == w.params["elements"] * 4  # fp32
         # all_reduce on 2 ranks: busbw = algbw x 2(2-1)/2 = algbw; send/recv: x 1
-        assert c["algbw_p50_bytes_per_s"] == pytest.approx(size / p50)
-        assert c["busbw_p50_bytes_per_s"] == pytest.approx(size / p50)
-        assert c["link_fraction"] == pytest.approx(size / p50 / link["peak"])
+        assert c.algbw_p50_bytes_per_s == pytest.approx(size / p50)
+        assert c.busbw_p50_bytes_per_s == pytest.approx(size / p50)
+        assert c.link_fraction == pytest.approx(size / p50 / link["peak"])
         # bytes on the wire per rank: the message x the bus factor (1 at 2 ranks)
-        assert w["wire_bytes"] == size
+        assert w.wire_bytes == size
         # t_comm = alpha + wire bytes / beta; a collective's t_o is 0 (its host cost is in
         # alpha), so t_k = p50 and the communication term gets what the memory term leaves
-        t_comm = link["latency_s"][w["params"]["op"]] + size / link["peak"]
-        assert w["decomposition"]["communication_time_s"] == pytest.approx(t_comm)
-        assert w["fractions"]["communication"] == pytest.approx(
-            min(t_comm, p50 - min(w["memory_time_s"], p50)) / p50
+        t_comm = link["latency_s"][w.params["op"]] + size / link["peak"]
+        assert w.decomposition.communication_time_s == pytest.approx(t_comm)
+        assert w.decomposition.communication_fraction == pytest.approx(
+            min(t_comm, p50 - min(w.memory_time_s, p50)) / p50
         )
 
 
 def test_collective_latency_is_measured_per_op(two_ranks):
     """alpha of t_comm = alpha + wire bytes / beta: every op of the suite at its smallest
     message, the slowest rank's median; the collectives carry no overhead apart from it."""
-    doc, _, _ = two_ranks
-    link = doc["ceilings"]["interconnect"]
+    run, _, _ = two_ranks
+    link = run.ceilings["interconnect"]
     latency = link["latency_s"]
     assert set(latency) == set(coll.OPS)  # the suite's ops (smoke measures all six)
     assert f"{coll.LATENCY_CALLS} calls" in link["latency_method"]
     assert "median" in link["latency_method"] and "max over ranks" in link["latency_method"]
     assert "before the workloads and after them" in link["latency_method"]  # two sittings
-    largest: dict[str, dict] = {}
-    for w in doc["workloads"]:
-        if w["layer_type"] != "collective":
-            assert w["overhead"]["method"] == NOT_MEASURED and not w["overhead"]["available"]
-            assert "single-process `reviewkit run`" in w["overhead"]["reason"]
+    largest = {}
+    for w in run.workloads:
+        if w.layer_type != "collective":
+            assert w.overhead["method"] == NOT_MEASURED and not w.overhead["available"]
+            assert "single-process `reviewkit run`" in w.overhead["reason"]
             continue
-        op = w["params"]["op"]
-        size = w["params"]["message_bytes"]
-        if op not in largest or size > largest[op]["params"]["message_bytes"]:
+        op = w.params["op"]
+        size = w.params["message_bytes"]
+        if op not in largest or size > largest[op].params["message_bytes"]:
             largest[op] = w
-        assert w["overhead"]["available"] is True
-        assert w["overhead"]["method"] == IN_COLLECTIVE_LATENCY
-        assert w["overhead_method"] == IN_COLLECTIVE_LATENCY and w["fractions"]["overhead"] == 0
+        assert w.overhead["available"] is True
+        assert w.overhead["method"] == IN_COLLECTIVE_LATENCY
+        assert w.overhead_method == IN_COLLECTIVE_LATENCY and w.decomposition.overhead_fraction == 0
     assert set(largest) == {coll.ALL_REDUCE, coll.SEND_RECV}  # the ops ONLY measures
     for op, w in largest.items():
         # a one-element call is faster than the op's largest message (256 KiB at smoke)
-        assert 0 < latency[op] < w["stats"]["p50_s"], (op, latency[op], w["stats"]["p50_s"])
+        assert 0 < latency[op] < w.stats.p50_s, (op, latency[op], w.stats.p50_s)
 
 
 def test_overhead_record_by_workload_kind():
@@ -147,16 +148,15 @@ def test_overhead_record_by_workload_kind():
 
 
 def test_tensor_parallel_scaling_and_stragglers_are_reported(two_ranks):
-    doc, summary, _ = two_ranks
-    d = doc["distributed"]
-    (scaling,) = d["scaling"]
-    tp2 = next(w for w in doc["workloads"] if w["id"] == scaling["workload"])
-    tp1 = next(w for w in doc["workloads"] if w["id"] == scaling["reference"])
-    assert scaling["speedup"] == pytest.approx(tp1["stats"]["p50_s"] / tp2["stats"]["p50_s"])
-    assert scaling["efficiency"] == pytest.approx(scaling["speedup"] / 2)
+    run, summary, _ = two_ranks
+    (scaling,) = run.scaling
+    tp2 = run.workload_by_id[scaling.workload]
+    tp1 = run.workload_by_id[scaling.reference]
+    assert scaling.speedup == pytest.approx(tp1.stats.p50_s / tp2.stats.p50_s)
+    assert scaling.efficiency == pytest.approx(scaling.speedup / 2)
     # two all-reduces of the b1s32 x 64 fp32 activation on the wire, bus factor 1 at 2 ranks
-    assert tp2["wire_bytes"] == 2 * 1 * 32 * 64 * 4
-    assert len(d["stragglers"]["rank_ratio"]) == 2
+    assert tp2.wire_bytes == 2 * 1 * 32 * 64 * 4
+    assert len(run.stragglers.rank_ratio) == 2
     assert summary["complete"] is True
 
 
@@ -180,17 +180,17 @@ def test_independent_timing_of_an_all_reduce_agrees(smoke_profile, tmp_path):
         str(smoke_profile), "--timeout", "60", "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (w,) = load_run(out)["workloads"]
-    assert w["params"]["message_bytes"] == 8 << 20  # 512 tokens x 4096 x 4 bytes
+    (w,) = analyse_run(load_run(out)).workloads
+    assert w.params["message_bytes"] == 8 << 20  # 512 tokens x 4096 x 4 bytes
     script = tmp_path / "bare.py"
     script.write_text(BARE_LOOP)
     proc = subprocess.run(
-        [sys.executable, str(script), str(w["params"]["elements"]), str(free_port())],
+        [sys.executable, str(script), str(w.params["elements"]), str(free_port())],
         capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     bare_s = float(proc.stdout.split()[-1])
-    assert 0.5 <= w["stats"]["p50_s"] / bare_s <= 2.0
+    assert 0.5 <= w.stats.p50_s / bare_s <= 2.0
 
 
 BARE_LOOP = """
@@ -224,10 +224,10 @@ def test_torchrun_launches_the_same_code_path(tmp_path):
         capture_output=True, text=True, timeout=HANG_S,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = load_run(out)
-    assert doc["complete"] and doc["distributed"]["launcher"] == "torchrun"
-    (w,) = doc["workloads"]
-    assert len(w["rank_samples_s"]) == 2 and w["status"] == "ok"
+    run = load_run(out)
+    assert run.complete and run.distributed["launcher"] == "torchrun"
+    (w,) = run.workloads
+    assert len(w.rank_samples_s) == 2 and w.status == "ok"
 
 
 def test_a_killed_rank_leaves_an_incomplete_bundle_not_a_hang(tmp_path):
@@ -241,15 +241,15 @@ def test_a_killed_rank_leaves_an_incomplete_bundle_not_a_hang(tmp_path):
     assert time.monotonic() - started < 120
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "measured part is kept" in proc.stderr
-    doc = load_run(out)
-    assert doc["complete"] is False
-    assert doc["distributed"]["incomplete"]
-    statuses = [w["status"] for w in doc["workloads"]]
+    run = load_run(out)
+    assert run.complete is False
+    assert run.distributed["incomplete"]
+    statuses = [w.status for w in run.workloads]
     assert statuses.count("ok") == 2  # the two steps before rank 1 died
-    for w in doc["workloads"]:
-        if w["status"] != "ok":
-            assert w["reason"].startswith("not measured: ")
-            assert w["samples_s"] == []
+    for w in run.workloads:
+        if w.status != "ok":
+            assert w.reason.startswith("not measured: ")
+            assert w.samples_s == ()
 
 
 def test_a_rank_that_hangs_times_out_into_an_incomplete_bundle(tmp_path):
@@ -263,9 +263,9 @@ def test_a_rank_that_hangs_times_out_into_an_incomplete_bundle(tmp_path):
     # rank 0's collective gives up after 5 s; the hung rank is stopped 5 s after rank 0 exits
     assert time.monotonic() - started < 90
     assert proc.returncode == 1, proc.stderr[-3000:]
-    doc = load_run(out)
-    assert doc["complete"] is False and "5 s timeout" in doc["distributed"]["incomplete"]
-    assert [w["status"] for w in doc["workloads"]].count("ok") == 1
+    run = load_run(out)
+    assert run.complete is False and "5 s timeout" in run.distributed["incomplete"]
+    assert [w.status for w in run.workloads].count("ok") == 1
 
 
 def test_a_rendezvous_nobody_joins_times_out_with_a_clear_error(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from reviewkit.analysis.compare import compare
 from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.records import Run
 from reviewkit.measure.fingerprint import cpu_fingerprint, gpu_fingerprint
 
 
@@ -73,14 +74,14 @@ def test_two_machines_of_one_name_are_different_devices(tmp_path):
 
 
 def _doc(fingerprint):
-    return analyse_run({
+    return analyse_run(Run.from_json({
         "suite": {"hash": "h"}, "knobs": {"dtypes": ["fp32"], "device": "cpu"},
         "environment": {"device_name": "AMD EPYC", "fingerprint": fingerprint},
         "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
         "workloads": [{"id": "gemm.a.fp32", "layer_type": "gemm", "dtype": "fp32",
                        "status": "ok", "flops": 1e6, "bytes": 1e6, "samples_s": [1e-3] * 9,
                        "round_sizes": [3, 3, 3], "params": {}, "reproduce": ""}],
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 def test_compare_says_different_devices_when_fingerprints_differ(tmp_path):

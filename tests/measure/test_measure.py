@@ -13,54 +13,54 @@ from reviewkit.suite.profiles import suite_profile  # noqa: E402
 
 
 def test_smoke_run_measures_every_workload(smoke_run):
-    doc, _ = smoke_run
-    assert doc["complete"]
+    run, _ = smoke_run
+    assert run.complete
     specs = suite.workloads("smoke", ["fp32", "bf16"])
-    assert [w["id"] for w in doc["workloads"]] == [s.id for s in specs]
-    for w in doc["workloads"]:
-        assert w["status"] == "ok", (w["id"], w["reason"])
-        assert len(w["samples_s"]) >= 1 and all(s > 0 for s in w["samples_s"])
-        f = w["fractions"]
-        o = w["overhead"]
+    assert [w.id for w in run.workloads] == [s.id for s in specs]
+    for w in run.workloads:
+        assert w.status == "ok", (w.id, w.reason)
+        assert len(w.samples_s) >= 1 and all(s > 0 for s in w.samples_s)
+        d = w.decomposition
+        o = w.overhead
         if o["available"]:  # measured by a floor call: the five fractions sum to 1
             assert o["method"] == "floor-call" and o["ops"]["match"]
-            assert f["compute"] + f["memory_stall"] + f["overhead"] + f["inefficiency"] == \
-                pytest.approx(1)
+            assert (d.compute_fraction + d.memory_stall_fraction + d.overhead_fraction
+                    + d.inefficiency_fraction) == pytest.approx(1)  # fmt: skip
         else:  # refused (another kernel path) or failed: said why, never guessed
-            assert o["reason"] and f["overhead"] is None
-        assert w["bottleneck"] in ("compute-bound", "memory-bound", "overhead-bound",
-                                   "unclassified")  # fmt: skip
-        assert w["stats"]["p50_s"] <= w["stats"]["p99_s"] <= w["stats"]["max_s"]
-        assert w["reproduce"].endswith(f"--only '{w['id']}'")
+            assert o["reason"] and d.overhead_fraction is None
+        assert w.bottleneck in ("compute-bound", "memory-bound", "overhead-bound",
+                                "unclassified")  # fmt: skip
+        assert w.stats.p50_s <= w.stats.p99_s <= w.stats.max_s
+        assert w.reproduce.endswith(f"--only '{w.id}'")
     for dtype in ("fp32", "bf16"):
-        c = doc["ceilings"]["compute"][dtype]
+        c = run.ceilings["compute"][dtype]
         assert c["source"] == "measured" and c["measured"] > 0
         if c.get("raised_by"):  # a workload beat the calibrated peak (a busy calibration): the
             # peak is that workload's median rate, the calibrated one kept beside it
-            w = next(x for x in doc["workloads"] if x["id"] == c["raised_by"])
+            w = run.workload_by_id[c["raised_by"]]
             assert c["calibrated_peak"] == c["measured"] < c["peak"]
-            assert c["peak"] == pytest.approx(w["flops"] / w["stats"]["p50_s"])
+            assert c["peak"] == pytest.approx(w.flops / w.stats.p50_s)
         else:
             assert c["peak"] == c["measured"]
-    assert doc["ceilings"]["bandwidth"]["peak"] > 0
-    shares = sum(a["time_share"] for a in doc["layer_types"].values())
+    assert run.ceilings["bandwidth"]["peak"] > 0
+    shares = sum(a.time_share for a in run.layer_types.values())
     assert shares == pytest.approx(1)
     # most floors are measured, and the run says where its time went
-    measured = [w for w in doc["workloads"] if w["overhead"]["available"]]
-    assert len(measured) >= 0.8 * len(doc["workloads"])
-    assert set(doc["phases_s"]) == {"ceilings", "workloads", "overhead"}
-    assert doc["overhead_probe"]["median_s"] > 0
+    measured = [w for w in run.workloads if w.overhead["available"]]
+    assert len(measured) >= 0.8 * len(run.workloads)
+    assert set(run.phases_s) == {"ceilings", "workloads", "overhead"}
+    assert run.overhead_probe["median_s"] > 0
 
 
 def test_environment_and_knobs_recorded(smoke_run):
-    doc, _ = smoke_run
-    env, knobs = doc["environment"], doc["knobs"]
+    run, _ = smoke_run
+    env, knobs = run.environment, run.knobs
     assert env["torch_version"] == torch.__version__
     assert env["cpu_logical_cores"] >= 1 and env["os"]
     assert knobs["threads"] == torch.get_num_threads()
     assert knobs["dtypes"] == ["fp32", "bf16"]
     assert knobs["compile_mode"] == "eager" and knobs["device"] == "cpu"
-    assert doc["suite"] == suite.suite_identity().to_json()
+    assert run.suite == suite.suite_identity().to_json()
 
 
 def _one_spec():

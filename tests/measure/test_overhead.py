@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from reviewkit.analysis.roofline import OVERHEAD_BOUND, analyse_run
+from reviewkit.bundle.records import Run
 from reviewkit.measure import overhead
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
@@ -109,6 +110,7 @@ def test_k_extra_tiny_ops_add_about_k_per_op_floors():
 def test_a_recorded_floor_of_80_percent_makes_the_workload_overhead_bound():
     # The record as the runner writes it, on a fake clock: the call 100 us, its floor 80 us.
     doc = {
+        "suite": {}, "environment": {}, "knobs": {},
         "ceilings": {"compute": {"fp32": {"peak": 1e12}}, "bandwidth": {"peak": 1e11}},
         "workloads": [{
             "id": "w", "layer_type": "elementwise", "dtype": "fp32", "status": "ok",
@@ -116,10 +118,9 @@ def test_a_recorded_floor_of_80_percent_makes_the_workload_overhead_bound():
             "overhead": {"available": True, "method": "floor-call", "samples_s": [80e-6] * 30},
         }],
     }  # fmt: skip
-    analyse_run(doc, below_roof_share=0.5)
-    w = doc["workloads"][0]
-    assert w["bottleneck"] == OVERHEAD_BOUND
-    assert w["fractions"]["overhead"] == pytest.approx(0.8)
+    (w,) = analyse_run(Run.from_json(doc), below_roof_share=0.5).workloads
+    assert w.bottleneck == OVERHEAD_BOUND
+    assert w.decomposition.overhead_fraction == pytest.approx(0.8)
 
 
 def test_one_profiled_call_gives_the_names_a_call_alone_dispatches():

@@ -13,6 +13,7 @@ from reviewkit.review.gate import run_check
 torch = pytest.importorskip("torch")
 
 from reviewkit.analysis.roofline import analyse_run  # noqa: E402
+from reviewkit.bundle.records import Run  # noqa: E402
 from reviewkit.bundle.run import SCHEMA_VERSION, load_run, write_run  # noqa: E402
 from reviewkit.measure import runner as measure  # noqa: E402
 from reviewkit.suite import kernels  # noqa: E402
@@ -63,18 +64,18 @@ def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl, monke
     request = measure.RunRequest(
         profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl), rounds=1
     )
-    doc = analyse_run(measure.run(request))
-    assert doc["environment"]["sensors"]["rapl"]["domains"] == ["package-0", "dram"]
-    meter = doc["energy_meter"]
+    run = analyse_run(Run.from_json(measure.run(request)))
+    assert run.environment["sensors"]["rapl"]["domains"] == ["package-0", "dram"]
+    meter = run.energy_meter
     assert meter["available"] and meter["total_of"] == ["package-0", "dram"]
     assert meter["method"].startswith("RAPL powercap energy_uj, package-0+dram, read at window")
     assert meter["counter_update_s"] == 1e-3
-    workloads = doc["workloads"]
+    workloads = run.workloads
     assert len(workloads) == 2  # layernorm and rmsnorm
     for w in workloads:
-        e = w["energy"]
-        n = len(w["samples_s"])
-        assert w["status"] == "ok" and n == 5 and len(w["warmup_samples_s"]) == 1
+        e = w.energy
+        n = len(w.samples_s)
+        assert w.status == "ok" and n == 5 and len(w.warmup_samples_s) == 1
         # 5 measured calls: package 5 x 2,000 uJ = 10 mJ, DRAM 5 x 500 uJ = 2.5 mJ, 12.5 mJ in
         # all. The warm-up call's 2.5 mJ before the window is not counted.
         assert e["joules_by_domain"] == {
@@ -83,9 +84,9 @@ def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl, monke
         }
         assert e["joules"] == pytest.approx(0.0125)
         # The window is wall time: at least the samples' sum (each >= 3 ms), never below it.
-        assert e["window_s"] >= sum(w["samples_s"]) >= 5 * 0.003
+        assert e["window_s"] >= sum(w.samples_s) >= 5 * 0.003
         assert e["avg_watts"] == pytest.approx(0.0125 / e["window_s"])
-        assert e["flops_per_joule"] == pytest.approx(w["flops"] * 5 / 0.0125)
+        assert e["flops_per_joule"] == pytest.approx(w.flops * 5 / 0.0125)
         assert e["calls_per_joule"] == pytest.approx(5 / 0.0125)  # 400 calls per joule
         # ~16 ms over a 1 ms counter: far under 100 updates, so low confidence, saying why.
         assert e["confidence"] == "low" and "under 100x" in e["confidence_reason"]
@@ -95,8 +96,8 @@ def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl, monke
     dram_now = int((fake_rapl / "intel-rapl:0:0" / "energy_uj").read_text())
     # 2 workloads x 6 calls x 500 uJ = 6,000 uJ after 9,000: 15,000 mod 10,000 = 5,000.
     assert dram_now == 5_000
-    layer = doc["layer_energy"]["norm"]
-    total_flops = sum(w["flops"] * 5 for w in workloads)
+    layer = run.layer_energy["norm"]
+    total_flops = sum(w.flops * 5 for w in workloads)
     assert layer["available"] and layer["joules"] == pytest.approx(0.025)  # 2 x 12.5 mJ
     assert layer["flops_per_joule"] == pytest.approx(total_flops / 0.025)
     assert layer["confidence"] == "low"
@@ -110,42 +111,42 @@ def test_energy_is_totalled_over_the_rounds_windows(fake_rapl):
     request = measure.RunRequest(
         profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl), rounds=2
     )
-    doc = analyse_run(measure.run(request))
-    assert doc["rounds"] == {"rounds": 2, "seed": 0}
-    for w in doc["workloads"]:
-        assert w["round_sizes"] == [3, 3] and len(w["warmup_samples_s"]) == 2
-        e = w["energy"]
+    run = analyse_run(Run.from_json(measure.run(request)))
+    assert run.rounds == {"rounds": 2, "seed": 0}
+    for w in run.workloads:
+        assert w.round_sizes == (3, 3) and len(w.warmup_samples_s) == 2
+        e = w.energy
         assert e["joules_by_domain"] == {
             "package-0": pytest.approx(0.012),
             "dram": pytest.approx(0.003),
         }
         assert e["calls"] == 6 and e["calls_per_joule"] == pytest.approx(6 / 0.015)
-        assert e["window_s"] >= sum(w["samples_s"]) >= 6 * 0.003
+        assert e["window_s"] >= sum(w.samples_s) >= 6 * 0.003
 
 
 def test_energy_survives_the_bundle(fake_rapl, tmp_path):
     request = measure.RunRequest(
         profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl)
     )
-    doc = analyse_run(measure.run(request))
-    write_run(tmp_path / "run", doc)
+    run = analyse_run(Run.from_json(measure.run(request)))
+    write_run(tmp_path / "run", run)
     loaded = load_run(tmp_path / "run")
-    assert loaded["schema_version"] == SCHEMA_VERSION and "migrated_from" not in loaded
-    assert [w["energy"] for w in loaded["workloads"]] == [w["energy"] for w in doc["workloads"]]
+    assert loaded.schema_version == SCHEMA_VERSION and "migrated_from" not in loaded.extra
+    assert [w.energy for w in loaded.workloads] == [w.energy for w in run.workloads]
     again = analyse_run(loaded)  # re-derived from joules and window: the same numbers
-    assert again["layer_energy"] == doc["layer_energy"]
+    assert again.layer_energy == run.layer_energy
 
 
 def test_this_machine_records_energy_or_why_not(smoke_run):
-    doc, _ = smoke_run
-    meter = doc["energy_meter"]
-    for w in doc["workloads"]:
-        e = w["energy"]
+    run, _ = smoke_run
+    meter = run.energy_meter
+    for w in run.workloads:
+        e = w.energy
         if meter["available"]:  # a machine with readable RAPL counters
             assert e["available"] or "did not advance" in e["reason"]
         else:  # this project's machine: no RAPL, so the sensors' reason, and no number
             assert e == {"available": False, "reason": meter["reason"]}
-            assert meter["reason"] == doc["environment"]["sensors"]["rapl"]["reason"]
+            assert meter["reason"] == run.environment["sensors"]["rapl"]["reason"]
 
 
 class BrokenMeter:
@@ -247,8 +248,8 @@ def test_pass_over_every_workload_time_weighted(tmp_path):
     assert "at 50 W over its 5 workload(s)" in f.summary
     assert "at 40 W over its 5 workload(s)" in f.summary
     base = analyse_run(load_run(tmp_path / "runs" / "base"))
-    expected = sum(w["flops"] * len(w["samples_s"]) for w in base["workloads"]) / sum(
-        50.0 * sum(w["samples_s"]) for w in base["workloads"]
+    expected = sum(w.flops * len(w.samples_s) for w in base.workloads) / sum(
+        50.0 * sum(w.samples_s) for w in base.workloads
     )
     assert f"baseline {expected / 1e9:.3g} GFLOP/J" in f.summary
 

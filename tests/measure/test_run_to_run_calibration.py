@@ -32,12 +32,12 @@ def cache(tmp_path, monkeypatch):
 
 def bundle(folder: Path, rng, run_sd=0.05, fingerprint=FP, suite_hash=None, **extra) -> Path:
     """A separate run of this device and suite written as a bundle."""
-    doc = separate_run(rng, run_sd)
-    doc["suite"] = {"name": "s", "version": "1", "hash": suite_hash or suite_identity().hash}
-    doc["environment"] = {"fingerprint": fingerprint, "torch_version": "2.0"}
-    doc["profile"] = "quick"
-    doc.update(extra)
-    write_run(folder, doc)
+    run = separate_run(rng, run_sd).with_values(
+        suite={"name": "s", "version": "1", "hash": suite_hash or suite_identity().hash},
+        environment={"fingerprint": fingerprint, "torch_version": "2.0"},
+        suite_profile="quick",
+    )
+    write_run(folder, {**run.to_json(), **extra})  # `extra`: keys a record has no field for
     return folder
 
 

@@ -81,8 +81,8 @@ def test_cli_and_the_run_record_the_survey(smoke_run):
                        capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     cli = json.loads(r.stdout)
-    doc, _ = smoke_run
-    assert doc["environment"]["sensors"]["rapl"] == cli["rapl"]  # same machine, same answer
+    run, _ = smoke_run
+    assert run.environment["sensors"]["rapl"] == cli["rapl"]  # same machine, same answer
     for entry in cli.values():
         assert entry["available"] or entry["reason"]  # a value, or the reason there is none
 

@@ -3,6 +3,8 @@ t_comm = alpha + wire bytes / beta, and the communication fraction of docs/metri
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from reviewkit.analysis.roofline import (
     communication_time,
     roofline,
 )
+from reviewkit.bundle.records import Run, Workload
 from reviewkit.suite import collectives as c
 
 
@@ -80,7 +83,8 @@ LINK = 1e9  # beta: 1 GB/s
 def test_communication_time_is_latency_plus_wire_bytes_over_the_link_by_hand():
     """A 4 MiB all-reduce on 2 ranks: wire bytes = 2(2-1)/2 x 4 MiB = 4 MiB = 4194304 B; over
     1 GB/s that is 4.194304 ms; plus alpha 0.05 ms: t_comm = 4.244304 ms."""
-    w = {"kernel": "all_reduce", "params": {"op": "all_reduce"}, "wire_bytes": 4 * c.MIB}
+    w = Workload(id="w", layer_type="collective", dtype="fp32", status="ok", kernel="all_reduce",
+                 params={"op": "all_reduce"}, wire_bytes=4 * c.MIB)
     assert c.wire_bytes("all_reduce", 4 * c.MIB, 2) == 4 * c.MIB
     assert communication_time(w, LINK, LATENCY) == pytest.approx(4.244304e-3)
     assert c.comm_time_s("all_reduce", 4 * c.MIB, 2, LINK, 50e-6) == pytest.approx(4.244304e-3)
@@ -88,10 +92,10 @@ def test_communication_time_is_latency_plus_wire_bytes_over_the_link_by_hand():
     assert communication_time(w, LINK, {}) == pytest.approx(4.194304e-3)
     # no link (one rank) or nothing on the wire: no communication time, alpha included
     assert communication_time(w, None, LATENCY) == 0.0
-    assert communication_time({**w, "wire_bytes": 0}, LINK, LATENCY) == 0.0
+    assert communication_time(replace(w, wire_bytes=0), LINK, LATENCY) == 0.0
 
 
-def _fake_distributed_doc(t_s: float) -> dict:
+def _fake_distributed_run(t_s: float) -> Run:
     """Two gloo ranks that each took `t_s` on every call of a 4 MiB fp32 all-reduce, on a host
     with an fp32 peak of 1e11 FLOP/s and 1e12 B/s of memory bandwidth, over the 1 GB/s link with
     alpha 50 us; the collective's host cost is inside alpha (t_o = 0)."""
@@ -110,8 +114,9 @@ def _fake_distributed_doc(t_s: float) -> dict:
         "overhead": {"available": True, "method": IN_COLLECTIVE_LATENCY,
                      "reason": "a collective's host cost is inside its latency alpha"},
     }  # fmt: skip
-    return {
+    return Run.from_json({
         "suite": {"hash": "h"},
+        "environment": {},
         "knobs": {"dtypes": ["fp32"], "device": "cpu"},
         "ceilings": {
             "compute": {"fp32": {"peak": 1e11}},
@@ -121,7 +126,7 @@ def _fake_distributed_doc(t_s: float) -> dict:
         "workloads": [w],
         "distributed": {"world_size": 2, "backend": "gloo",
                         "ranks": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "a"}]},
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_a_slow_collective_is_communication_bound_below_its_roof_by_hand():
@@ -132,37 +137,35 @@ def test_a_slow_collective_is_communication_bound_below_its_roof_by_hand():
     t_roof / t_k = 4.252693 / 40 = 0.1063, under the rubric's below_roof_share of 0.5: below
     its roof. Fractions: communication 4.244304 / 40 = 0.1061, memory stall 8.389 us / 40 ms =
     0.00021, overhead 0, inefficiency the rest 1 - 0.1063 = 0.8937."""
-    doc = analyse_run(_fake_distributed_doc(40e-3), below_roof_share=0.5)
-    (w,) = doc["workloads"]
-    d = w["decomposition"]
-    assert w["overhead_method"] == IN_COLLECTIVE_LATENCY
-    assert d["memory_time_s"] == pytest.approx(8.388608e-6)
-    assert d["communication_time_s"] == pytest.approx(4.244304e-3)
-    assert d["roof_time_s"] == pytest.approx(4.252693e-3)
-    assert d["overhead_time_s"] == 0 and d["kernel_time_s"] == pytest.approx(40e-3)
-    assert d["roof_share"] == pytest.approx(0.10632, abs=5e-5)
-    assert w["bottleneck"] == COMMUNICATION_BOUND
-    assert d["below_roof"] and BELOW_ROOF in w["flags"]
-    f = w["fractions"]
-    assert f["communication"] == pytest.approx(0.1061076)
-    assert f["memory_stall"] == pytest.approx(2.097e-4, rel=1e-3)
-    assert f["compute"] == 0 and f["overhead"] == 0
-    assert f["inefficiency"] == pytest.approx(1 - 0.1063173, rel=1e-5)
+    run = analyse_run(_fake_distributed_run(40e-3), below_roof_share=0.5)
+    (w,) = run.workloads
+    d = w.decomposition
+    assert w.overhead_method == IN_COLLECTIVE_LATENCY
+    assert d.memory_time_s == pytest.approx(8.388608e-6)
+    assert d.communication_time_s == pytest.approx(4.244304e-3)
+    assert d.roof_time_s == pytest.approx(4.252693e-3)
+    assert d.overhead_time_s == 0 and d.kernel_time_s == pytest.approx(40e-3)
+    assert d.roof_share == pytest.approx(0.10632, abs=5e-5)
+    assert w.bottleneck == COMMUNICATION_BOUND
+    assert d.below_roof and BELOW_ROOF in w.flags
+    assert d.communication_fraction == pytest.approx(0.1061076)
+    assert d.memory_stall_fraction == pytest.approx(2.097e-4, rel=1e-3)
+    assert d.compute_fraction == 0 and d.overhead_fraction == 0
+    assert d.inefficiency_fraction == pytest.approx(1 - 0.1063173, rel=1e-5)
     # the layer aggregate agrees: one workload, the same share and class
-    agg = doc["layer_types"]["collective"]
-    assert agg["bottleneck"] == COMMUNICATION_BOUND and agg["below_roof"]
-    assert agg["roof_share"] == pytest.approx(d["roof_share"])
+    agg = run.layer_types["collective"]
+    assert agg.bottleneck == COMMUNICATION_BOUND and agg.below_roof
+    assert agg.roof_share == pytest.approx(d.roof_share)
     # nccl-tests' view of the same call: 4 MiB / 40 ms = 104.9 MB/s busbw, 10.5% of the link
-    assert w["collective"]["link_fraction"] == pytest.approx(4 * c.MIB / 40e-3 / LINK)
+    assert w.collective.link_fraction == pytest.approx(4 * c.MIB / 40e-3 / LINK)
 
 
 def test_a_collective_at_its_roof_is_not_flagged_below_it():
     """The same all-reduce at t = 5 ms: t_roof / t_k = 4.252693 / 5 = 0.8505 >= 0.5."""
-    doc = analyse_run(_fake_distributed_doc(5e-3), below_roof_share=0.5)
-    (w,) = doc["workloads"]
-    assert w["decomposition"]["roof_share"] == pytest.approx(0.850539, rel=1e-5)
-    assert w["bottleneck"] == COMMUNICATION_BOUND and BELOW_ROOF not in w["flags"]
-    assert w["fractions"]["communication"] == pytest.approx(4.244304 / 5)
+    (w,) = analyse_run(_fake_distributed_run(5e-3), below_roof_share=0.5).workloads
+    assert w.decomposition.roof_share == pytest.approx(0.850539, rel=1e-5)
+    assert w.bottleneck == COMMUNICATION_BOUND and BELOW_ROOF not in w.flags
+    assert w.decomposition.communication_fraction == pytest.approx(4.244304 / 5)
 
 
 def test_bad_arguments_say_what_was_expected():

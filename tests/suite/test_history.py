@@ -1,7 +1,6 @@
 """The record of suite versions: a suite change is caught until it is versioned and recorded,
 and a bundle is checked against the version it was measured with."""
 
-import copy
 import dataclasses
 import json
 import shutil
@@ -93,29 +92,28 @@ def test_a_recorded_version_is_not_overwritten_with_other_definitions(monkeypatc
 def test_a_sample_of_an_older_suite_version_still_checks_after_a_change(monkeypatch, records, path):
     """The change is versioned and recorded: the sample (suite 1.1) checks against 1.1's
     record, though its layer-norm definitions are no longer the current ones."""
-    doc = load_run(path)
-    version = doc["suite"]["version"]
+    run = load_run(path)
+    version = run.suite_version
     _change_layer_norm(monkeypatch)
     monkeypatch.setattr(suite, "SUITE_VERSION", "99.0")
     history.write_current(records)
     assert history.check_current(records) == []
-    assert suite.suite_identity().to_json() != doc["suite"]
-    assert history.check_bundle(doc, records) == []
-    assert doc["suite"]["version"] == version
+    assert suite.suite_identity().to_json() != run.suite
+    assert history.check_bundle(run, records) == []
+    assert run.suite_version == version
 
 
 def test_a_bundle_whose_definitions_are_not_its_versions_fails_naming_the_workload():
-    doc = load_run(CPU)
-    doc["workloads"][0]["definition_hash"] = "0" * 16
-    (problem,) = history.check_bundle(doc)
-    assert problem.startswith(doc["workloads"][0]["id"]) and "suite 1.1 records" in problem
-    doc = load_run(CPU)
-    doc["suite"] = {**doc["suite"], "hash": "f" * 16}
-    assert "is not the recorded" in history.check_bundle(doc)[0]
-    doc["suite"] = {**doc["suite"], "version": "0.1"}
-    assert "no record" in history.check_bundle(doc)[0]
+    run = load_run(CPU)
+    first = dataclasses.replace(run.workloads[0], definition_hash="0" * 16)
+    (problem,) = history.check_bundle(run.with_values(workloads=(first, *run.workloads[1:])))
+    assert problem.startswith(first.id) and "suite 1.1 records" in problem
+    run = run.with_values(suite={**run.suite, "hash": "f" * 16})
+    assert "is not the recorded" in history.check_bundle(run)[0]
+    run = run.with_values(suite={**run.suite, "version": "0.1"})
+    assert "no record" in history.check_bundle(run)[0]
     tp2 = load_run(TP2)
-    tp2["distributed"]["world_size"] = 3
+    tp2 = tp2.with_values(distributed={**tp2.distributed, "world_size": 3})
     assert "world size 3" in history.check_bundle(tp2)[0]
 
 
@@ -123,15 +121,16 @@ def test_a_bundle_of_an_older_suite_still_analyses_and_compares_on_shared_worklo
     """Analysis reads the bundle's own recorded FLOPs and bytes, never the current definitions;
     a comparison across suite versions warns and compares the workloads both runs share."""
     old = load_run(CPU)
-    old["suite"] = {"name": suite.SUITE_NAME, "version": "1.0", "hash": "0123456789abcdef"}
-    for w in old["workloads"]:
-        w["definition_hash"] = "f" * 16
-    analysed = analyse_run(copy.deepcopy(old))
+    old = old.with_values(
+        suite={"name": suite.SUITE_NAME, "version": "1.0", "hash": "0123456789abcdef"},
+        workloads=tuple(dataclasses.replace(w, definition_hash="f" * 16) for w in old.workloads),
+    )
+    analysed = analyse_run(old)
     current = analyse_run(load_run(CPU))
-    assert [w["mfu"] for w in analysed["workloads"]] == [w["mfu"] for w in current["workloads"]]
+    assert [w.mfu for w in analysed.workloads] == [w.mfu for w in current.workloads]
     comp = compare(analysed, current)
     assert any("suite hashes differ" in w for w in comp.warnings)
-    assert len(comp.workloads) == len(current["workloads"])
+    assert len(comp.workloads) == len(current.workloads)
 
 
 def test_the_record_is_plain_sorted_json():

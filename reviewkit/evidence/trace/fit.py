@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reviewkit.analysis.compare import slice_key
+from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.evidence.trace.layermap import COMPOSITE_LAYER_TYPES
 
@@ -108,7 +109,7 @@ def usable_traces(
         for k, t in enumerate(listed, 1):
             name = str(t.get("path", f"trace {k}")) if isinstance(t, dict) else f"trace {k}"
             try:
-                json.dumps(build([t], {"workloads": []}, factor).to_json(), allow_nan=False)
+                json.dumps(_fit([t], {}, factor).to_json(), allow_nan=False)
             except MALFORMED as exc:
                 left_out.append(LeftOut(source, name, k, DAMAGED, exc))
                 continue
@@ -125,24 +126,24 @@ def _numel(shape) -> int | None:
     return math.prod(shape)
 
 
-def suite_sizes(run: dict) -> dict[str, list[tuple[str, int]]]:
+def suite_sizes(run: Run) -> dict[str, list[tuple[str, int]]]:
     """Op-level workloads measured ok in a run: layer type -> [(id, elements of input 0)].
 
     One per shape: a run measured in several dtypes has the same shape once per dtype, and a
     shape is covered by where it was measured, whichever dtype came first."""
     out: dict[str, list[tuple[str, int]]] = {}
     seen: set[str] = set()
-    for w in run.get("workloads", ()):
-        if w.get("status") != STATUS_OK or w.get("layer_type") in COMPOSITE_LAYER_TYPES:
+    for w in run.workloads:
+        if w.status != STATUS_OK or w.layer_type in COMPOSITE_LAYER_TYPES:
             continue
-        shape_key = slice_key(w) if "dtype" in w else w["id"]
+        shape_key = slice_key(w)
         if shape_key in seen:
             continue
         seen.add(shape_key)
-        inputs = w.get("inputs") or []
-        n = _numel(inputs[0].get("shape")) if inputs and isinstance(inputs[0], dict) else None
+        inputs = w.inputs
+        n = _numel(inputs[0].get("shape")) if inputs and isinstance(inputs[0], Mapping) else None
         if n:
-            out.setdefault(w["layer_type"], []).append((w["id"], n))
+            out.setdefault(w.layer_type, []).append((w.id, n))
     return out
 
 
@@ -197,11 +198,15 @@ def _production_shapes(traces: list[dict]) -> tuple[dict, float]:
     return per_layer, total_s
 
 
-def build(traces: list[dict], run: dict, shape_range_factor: float) -> FitMatrix:
+def build(traces: list[dict], run: Run, shape_range_factor: float) -> FitMatrix:
     """Fit production (the traces' op mix and shapes) against one run's suite workloads: a
     production shape is covered when a workload of its layer type has within
     `shape_range_factor` times as many (or as few) elements in its first input."""
-    sizes = suite_sizes(run)
+    return _fit(traces, suite_sizes(run), shape_range_factor)
+
+
+def _fit(traces: list[dict], sizes: dict[str, list[tuple[str, int]]],
+         shape_range_factor: float) -> FitMatrix:  # fmt: skip
     per_layer, total_s = _production_shapes(traces)
     log_factor = math.log(shape_range_factor)
     rows: dict[tuple[str, str], dict] = {}

@@ -6,6 +6,7 @@ import pytest
 from evidencedocs import TOY_PRODUCTION_OPS, trace_summary_doc
 from runfactory import complete_review, make_run, write_review
 
+from reviewkit.bundle.run import load_run
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.evidence.trace.layermap import load_layer_map
 from reviewkit.evidence.trace.summary import summarise
@@ -15,8 +16,7 @@ FACTOR = 4.0  # the default rubric's shape_range_factor
 
 
 def _run(tmp_path):
-    folder = make_run(tmp_path / "run", dtype="bf16")
-    return json.loads((folder / "run.json").read_text())
+    return load_run(make_run(tmp_path / "run", dtype="bf16"))
 
 
 def _fit(tmp_path, ops, factor=FACTOR):
