@@ -454,8 +454,6 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
     from reviewkit.analysis import overhead as overhead_mod
     from reviewkit.analysis.stats import summarise
 
-    if not isinstance(run, Run):  # TRANSITION: a run document not yet read into a record
-        run = Run.from_json(run)
     threshold = default_below_roof_share() if below_roof_share is None else below_roof_share
     summaries = {
         w.id: summarise(w.samples_s, w.round_sizes)

@@ -70,23 +70,6 @@ class _Record:
         kwargs["extra"] = extra
         return kwargs
 
-    # TRANSITION (removed when every stage reads attributes): the record read as its JSON.
-    @cached_property
-    def _json_view(self) -> dict[str, Any]:
-        return self.to_json()  # type: ignore[attr-defined]
-
-    def __getitem__(self, key: str) -> Any:
-        return self._json_view[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._json_view.get(key, default)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._json_view
-
-    def keys(self):
-        return self._json_view.keys()
-
     def _json_items(self) -> Iterator[tuple[str, object]]:
         known = self._fields_by_key()
         for key in self.key_order:

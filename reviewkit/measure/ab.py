@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from reviewkit.analysis.ceilings import moved_settings
-from reviewkit.analysis.compare import slice_key
+from reviewkit.analysis.compare import shape_key
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle import profile as profiles
@@ -217,7 +217,7 @@ def _pairs(base: Side, cand: Side) -> list[tuple[int | None, int | None]]:
     """(baseline index, candidate index) of each workload measured: by shape when the dtypes
     differ, else by id; a workload only one side has is measured alone."""
     by_shape = base.dtypes != cand.dtypes
-    key = (lambda s: slice_key(runner.as_workload(s))) if by_shape else (lambda s: s.id)
+    key = (lambda s: shape_key(s.id, s.dtype)) if by_shape else (lambda s: s.id)
     cand_index = {key(s): i for i, s in enumerate(cand.specs)}
     pairs = [(i, cand_index.pop(key(s), None)) for i, s in enumerate(base.specs)]
     return pairs + [(None, j) for j in cand_index.values()]

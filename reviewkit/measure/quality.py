@@ -94,9 +94,8 @@ def measure_quality(
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Relative and max-abs error of every workload per lower dtype, against float64."""
-    from reviewkit.analysis.compare import slice_key
+    from reviewkit.analysis.compare import shape_key
     from reviewkit.measure.device import resolve_device
-    from reviewkit.measure.runner import as_workload
 
     bad = [d for d in dtypes if d not in QUALITY_DTYPES]
     if bad or not dtypes:
@@ -108,7 +107,7 @@ def measure_quality(
     results = []
     for i, spec in enumerate(specs):
         progress(spec.id, i, len(specs))
-        key = slice_key(as_workload(spec))
+        key = shape_key(spec.id, spec.dtype)
         sets = MODEL_INPUT_SETS if spec.kernel == "gpt_decoder" else 1
         try:
             refs = [_output(spec, REFERENCE, dev, kernels.INPUT_SEED + s) for s in range(sets)]

@@ -14,7 +14,6 @@ import torch
 from reviewkit import __version__
 from reviewkit.analysis.roofline import energy_absent, level_for, workload_energy
 from reviewkit.bundle import run_to_run as run_to_run_file
-from reviewkit.bundle.records import Workload
 from reviewkit.bundle.run import (
     STATUS_ERROR,
     STATUS_NOT_RUN,
@@ -109,12 +108,6 @@ def reproduce_command(spec: WorkloadSpec, profile: str, device: torch.device, th
         f"reviewkit run --profile {profile} --device {device} --dtype {spec.dtype} "
         f"--threads {threads} --only '{spec.id}'"
     )
-
-
-def as_workload(spec: WorkloadSpec) -> Workload:
-    """The spec as a run records it before measuring it: what compare's keys read."""
-    return Workload.from_json({"id": spec.id, "layer_type": spec.layer_type, "dtype": spec.dtype,
-                               "status": STATUS_NOT_RUN})  # fmt: skip
 
 
 def base_record(spec: WorkloadSpec, reproduce: str) -> dict:
