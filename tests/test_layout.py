@@ -227,3 +227,35 @@ def test_private_names_stay_in_their_module(tmp_path):
         "from reviewkit.suite.workloads import _wid", "runner._base_record"]  # fmt: skip
     offenders = {str(p.relative_to(ROOT)): u for _, p in _modules() if (u := _private_uses(p))}
     assert offenders == {}
+
+
+# Keys only a run document holds. After bundle/, a run is read through its records
+# (bundle/records.py, analysis/analysed.py), never as a dict: the stages that read runs index
+# none of these by string key (records have no __getitem__, so a missed read fails the tests
+# that reach it; this catches the ones no test reaches). measure/ composes the document
+# write_run writes, and render/charts/ draws rows its callers built: neither reads a run.
+RUN_DOCUMENT_KEYS = (
+    "workloads", "stats", "layer_types", "layer_types_by_dtype", "layer_energy",
+    "layer_energy_by_dtype", "samples_s", "round_sizes", "rank_samples_s", "decomposition",
+    "fractions", "skew", "stragglers", "scaling",
+)  # fmt: skip
+RUN_KEY_READ = re.compile(r'(?:\[|\.get\()\s*"(' + "|".join(RUN_DOCUMENT_KEYS) + r')"\s*(?:\]|,|\))'
+                          r"(?!\s*=[^=])")  # fmt: skip
+RUN_READERS = ("reviewkit.analysis", "reviewkit.review", "reviewkit.render.packet",
+               "reviewkit.site", "reviewkit.cli")  # fmt: skip
+# Modules that read another document with one of those keys, and which document it is.
+OTHER_DOCUMENTS = {
+    "reviewkit.analysis.overhead": "a workload's overhead record (its floor call's samples_s)",
+    "reviewkit.analysis.run_to_run": "the device's run-to-run record (how many workloads)",
+    "reviewkit.cli.console": "a sweep document's workloads; a trace summary's layer types",
+    "reviewkit.cli.evidence": "a sweep document's workloads",
+}
+
+
+@pytest.mark.parametrize("name,path", MODULES, ids=[m for m, _ in MODULES])
+def test_runs_are_read_through_their_records(name, path):
+    if not name.startswith(RUN_READERS) or name in OTHER_DOCUMENTS:
+        return
+    reads = sorted({m.group(1) for m in RUN_KEY_READ.finditer(path.read_text())})
+    assert not reads, (f"{path.relative_to(ROOT)} reads {reads} by string key: read the run "
+                       "through its records (bundle/records.py, analysis/analysed.py)")  # fmt: skip

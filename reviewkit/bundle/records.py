@@ -137,6 +137,7 @@ class Run(_Record):
     ceilings: Mapping[str, Any]
     workloads: tuple[Workload, ...]
     schema_version: int | None = None
+    migrated_from: int | None = None  # the schema_version it was written with, when older
     kind: str | None = None
     tool: Mapping[str, Any] | None = None
     created_unix_s: float | None = None

@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reviewkit.common.files import write_text_atomic
 from reviewkit.suite import collectives
@@ -26,7 +26,19 @@ from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
 
 if TYPE_CHECKING:
-    from reviewkit.bundle.records import Run
+    from collections.abc import Mapping, Sequence
+
+
+class RecordedRun(Protocol):
+    """What the check reads of a run bundle (bundle/records.Run; the suite sits below bundle)."""
+
+    suite: Mapping[str, Any]
+    suite_profile: str | None
+    distributed: Mapping[str, Any] | None
+    workloads: Sequence[Any]
+
+    @property
+    def suite_version(self) -> str | None: ...
 
 FOLDER = Path(__file__).with_name("recorded")
 COMMAND = "python -m reviewkit.suite.history"
@@ -106,7 +118,7 @@ def check_current(folder: Path = FOLDER) -> list[str]:
     ]
 
 
-def check_bundle(run: Run, folder: Path = FOLDER) -> list[str]:
+def check_bundle(run: RecordedRun, folder: Path = FOLDER) -> list[str]:
     """Why a run bundle's workloads are not those of the suite version it records (empty when
     they are): its identity and each workload's definition hash against that version's record."""
     version = run.suite_version

@@ -75,7 +75,7 @@ def test_v5_bundle_migrates_with_overhead_not_measured(tmp_path):
                          "samples_s": [1e-4, 1e-4, 1e-4]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v5))
     run = load_run(tmp_path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 5
+    assert run.schema_version == 6 and run.migrated_from == 5
     record = run.workloads[0].overhead
     assert record["available"] is False and record["method"] == "not-measured"
     assert "schema 5" in record["reason"]
@@ -90,7 +90,7 @@ def test_v4_bundle_migrates_to_one_process(tmp_path):
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v4))
     run = load_run(tmp_path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 4
+    assert run.schema_version == 6 and run.migrated_from == 4
     assert run.distributed is None
     assert [{k: v for k, v in w.to_json().items() if k != "overhead"} for w in run.workloads] == \
         v4["workloads"]
@@ -103,7 +103,7 @@ def test_v3_bundle_migrates_to_its_own_ceilings(tmp_path):
           "workloads": [{**W, "id": "a", "round_sizes": [2]}]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v3))
     run = load_run(tmp_path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 3
+    assert run.schema_version == 6 and run.migrated_from == 3
     assert run.ceilings["compute"] == ceilings["compute"]
     assert run.ceilings["bandwidth"] == ceilings["bandwidth"]
     assert "memory" not in run.ceilings
@@ -129,7 +129,7 @@ def test_v2_bundle_migrates_to_one_round(tmp_path):
     ]}  # fmt: skip
     (tmp_path / "run.json").write_text(json.dumps(v2))
     run = load_run(tmp_path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 2
+    assert run.schema_version == 6 and run.migrated_from == 2
     assert [w.round_sizes for w in run.workloads] == [(3,), ()]
     assert run.rounds == {"rounds": 1, "seed": None}
 
@@ -149,7 +149,7 @@ def test_v1_bundle_migrates_to_v2(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(V1_DOC))
     before = (tmp_path / "run.json").read_text()
     run = load_run(tmp_path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 1
+    assert run.schema_version == 6 and run.migrated_from == 1
     reason = "recorded with run.json schema 1, before energy was metered"
     # Every workload, measured or not, gets energy absent with the reason.
     assert [w.energy for w in run.workloads] == [
@@ -184,7 +184,7 @@ def test_committed_v1_samples_load_migrated():
     path = path / "baseline-fp32" / "run.json"
     assert json.loads(path.read_text())["schema_version"] == 1  # committed as version 1
     run = load_run(path)
-    assert run.schema_version == 6 and run.extra["migrated_from"] == 1
+    assert run.schema_version == 6 and run.migrated_from == 1
     assert all(w.energy["available"] is False for w in run.workloads)
     assert all(w.overhead["method"] == "not-measured" and "schema 1" in w.overhead["reason"]
                for w in run.workloads)  # fmt: skip

@@ -97,7 +97,7 @@ def test_cli_writes_the_bundles_and_the_pairing(tmp_path):
     assert summary["comparison"]["design"].startswith("rounds and calls paired")
     pairing = json.loads((out / "pairing.json").read_text())
     assert pairing["aa"] is True and pairing["baseline"] == "baseline/run.json"
-    assert load_run(out / "baseline").extra["pairing"]["id"] == pairing["id"]
+    assert load_run(out / "baseline").pairing["id"] == pairing["id"]
     refused = subprocess.run(
         [*cmd[:4], "--candidate", "compile_mode=max-autotune", "--out", str(tmp_path / "x")],
         capture_output=True, text=True,

@@ -62,3 +62,17 @@ def test_each_section_draws_only_the_charts_it_declares(sample):
     assert set(drawn) == set(model["charts"])
     for s in shown_sections(model):
         assert set(s.charts) <= set(model["charts"]), s.id
+
+
+def test_a_section_in_a_module_of_its_own_is_placed_after_the_one_it_names():
+    import pkgutil
+
+    from reviewkit.render.packet import sections
+
+    ids = [s.id for s in SECTIONS]
+    # sections/communication.py declares `after="layers"`: the core list does not hold it
+    assert ids[ids.index("layers") + 1] == "communication"
+    assert "communication" not in [s.id for s in sections.CORE]
+    own = [m.name for m in pkgutil.iter_modules(sections.__path__)
+           if m.name not in sections.NOT_SECTIONS]  # fmt: skip
+    assert own and len(ids) == len(set(ids)) == len(sections.CORE) + len(own)

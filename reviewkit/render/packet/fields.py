@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reviewkit import __version__
@@ -85,27 +85,6 @@ def _layer_rows(label: str, run: AnalysedRun) -> list[dict]:
         for layer_type, a in by_dtype[dtype].items():
             rows.append({"run": label, "dtype": dtype, "layer_type": layer_type, **a.to_json()})
     return rows
-
-
-def _communication(label: str, run: AnalysedRun) -> dict:
-    """A multi-rank run as the packet's "Communication" section shows it."""
-    d = run.distributed or {}
-    link = (run.ceilings or {}).get("interconnect") or {}
-    s = run.stragglers
-    return {
-        "run": label,
-        "world_size": d["world_size"],
-        "backend": d.get("backend"),
-        "hosts": {h: len(r) for h, r in (d.get("hosts") or {}).items()},
-        "link_gb_per_s": link["peak"] / 1e9 if link.get("peak") else None,
-        "link_method": link.get("measured_method") or link.get("reason") or "",
-        "link_datasheet_gb_per_s": link["datasheet"] / 1e9 if link.get("datasheet") else None,
-        "scaling": [x.to_json() for x in run.scaling],
-        "stragglers": [asdict(f) for f in s.flagged] if s else [],
-        "straggler_threshold": s.ratio_threshold if s else None,
-        "worst_rank_ratio": (max(s.rank_ratio or [0.0]) or None) if s else None,
-        "incomplete": d.get("incomplete"),
-    }
 
 
 def _headline(report: Report) -> dict:
@@ -436,12 +415,6 @@ def layer_fields(p: Inputs) -> dict:
             if isinstance(e, dict) and e.get("raised_by")
         ],
     }  # fmt: skip
-
-
-def communication_fields(p: Inputs) -> dict:
-    return {
-        "communication": [_communication(label, run) for label, run in p.runs if run.distributed]
-    }
 
 
 def latency_fields(p: Inputs) -> dict:

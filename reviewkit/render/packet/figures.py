@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reviewkit.analysis.distributed import over_others
 from reviewkit.analysis.platforms import PlatformMatrix
 from reviewkit.analysis.sla import calls_per_s
 from reviewkit.render import charts
@@ -16,40 +15,6 @@ from reviewkit.review.gate import Report
 
 if TYPE_CHECKING:
     from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
-
-
-def communication_charts(runs: list[tuple[str, AnalysedRun]]) -> dict:
-    """Collective time against bytes on the wire, and the skew across ranks, for the runs
-    measured on several ranks (none: no charts, and the section is left out)."""
-    multi = [(label, run) for label, run in runs if run.distributed]
-    if not multi:
-        return {}
-    collective_runs, skew_rows = [], []
-    for label, run in multi:
-        link = ((run.ceilings or {}).get("interconnect") or {}).get("peak")
-        collective_runs.append({
-            "label": label, "link_bytes_per_s": link,
-            "collectives": [
-                {"id": w.id, "op": w.collective.op, "wire_bytes": w.wire_bytes,
-                 "p50_s": w.stats.p50_s, "p99_s": w.stats.p99_s,
-                 "busbw_bytes_per_s": w.collective.busbw_p50_bytes_per_s,
-                 "skew": w.skew.max_over_median if w.skew else None}
-                for w in run.workloads if w.collective and w.stats
-            ],
-        })  # fmt: skip
-        for w in run.workloads:
-            if not w.skew:
-                continue
-            # each rank against the others' median, as stragglers are judged
-            skew_rows += [
-                {"run": label if len(multi) > 1 else "", "workload": w.id, "rank": rank,
-                 "ratio": ratio}
-                for rank, ratio in enumerate(over_others(list(w.skew.rank_median_s)))
-            ]  # fmt: skip
-    return {
-        "collective_times": charts.collective_times(collective_runs),
-        "rank_skew": charts.rank_skew(skew_rows),
-    }
 
 
 def roofline_charts(runs: list[tuple[str, AnalysedRun]]) -> dict:

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from reviewkit.analysis.analysed import AnalysedRun
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _RATIO_METRICS = {"median_ratio", "mean_ratio", "p95_ratio", "p99_ratio"}
 
 

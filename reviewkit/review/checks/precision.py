@@ -12,12 +12,8 @@ from reviewkit.review.status import FAIL, PASS, WARN
 if TYPE_CHECKING:
     from reviewkit.bundle.records import Run
 
-HOLDS, DISPROVED, NOT_EVALUABLE = "not disproved", "disproved", "not evaluable"
 # Bits of precision per dtype: a candidate whose narrowest dtype has fewer bits than the
 # baseline's narrowest lowered precision.
-DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
-
-
 DTYPE_BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
 # torch.set_float32_matmul_precision: "high" and "medium" let fp32 matmuls run in TF32/bf16.
 FP32_MATMUL_BITS = {"highest": 32, "high": 19, "medium": 16}

@@ -76,9 +76,6 @@ class Context:
 
 
 Check = Callable[[Context], CheckResult]
-
-
-Check = Callable[[Context], CheckResult]
 CHECKS: dict[str, Check] = {}
 
 

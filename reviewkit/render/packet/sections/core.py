@@ -1,50 +1,18 @@
-"""The packet's sections, each declared once: anchor, heading, fields, charts and partial."""
+"""The packet's own sections in page order, each declared once (see sections/base.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from reviewkit.render.packet import fields as f
-from reviewkit.render.packet import figures
+import reviewkit.render.packet.fields as f
+import reviewkit.render.packet.figures as figures
 from reviewkit.render.packet.brief import build_brief
 from reviewkit.render.packet.energy import energy_charts
-from reviewkit.render.packet.fields import Inputs
 from reviewkit.render.packet.quality import quality_charts
+from reviewkit.render.packet.sections.base import Section
 from reviewkit.render.packet.shapes import shape_charts
 from reviewkit.render.packet.soak import soak_charts
 from reviewkit.render.packet.sweep import sweep_charts
 
-
-def _always(model: dict) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Section:
-    """One section of the packet. Its partial is `report_templates/packet/<id>.html.j2`; the
-    page includes the partials, and lists them in the contents, in SECTIONS' order."""
-
-    id: str  # the section's anchor (`#id`) and its partial's name
-    title: str  # its heading, and its line in the contents
-    fields: tuple[str, ...] = ()  # the packet.json fields it owns: `build` returns exactly these
-    build: Callable[[Inputs], dict] | None = None
-    # the charts its partial places by name: always drawn (with nothing to draw, as a line that
-    # says what is missing); a chart too tall for a page continues as NAME_2, NAME_3, ...
-    charts: tuple[str, ...] = ()
-    optional_charts: tuple[str, ...] = ()  # drawn only when the review holds what they show
-    draw: Callable[[Inputs], dict] | None = None  # its chart specs, by name
-    # built after every other section: its fields summarise theirs (the brief)
-    summarise: Callable[[Inputs, dict], dict] | None = None
-    listed: bool = True  # a line in the contents (the brief comes before the contents)
-    shown: Callable[[dict], bool] = _always  # whether the page has it, from the model
-
-    @property
-    def partial(self) -> str:
-        return f"packet/{self.id}.html.j2"
-
-
-SECTIONS: tuple[Section, ...] = (
+CORE: tuple[Section, ...] = (
     Section("brief", "Decision brief", fields=("brief",), listed=False,
             summarise=lambda p, model: {"brief": build_brief(p.report, model)}),
     Section("claim", "Claim and reproducible slices", fields=("slices",), build=f.claim_fields),
@@ -57,11 +25,6 @@ SECTIONS: tuple[Section, ...] = (
             fields=("layers", "claim_dtypes", "raised_ceilings"), build=f.layer_fields,
             charts=("mfu_by_layer", "stall_by_layer", "time_decomposition"),
             draw=lambda p: figures.layer_charts(p.layer_rows)),
-    # only a review with a run measured on several ranks has it
-    Section("communication", "Communication", fields=("communication",),
-            build=f.communication_fields, charts=("collective_times", "rank_skew"),
-            draw=lambda p: figures.communication_charts(p.runs),
-            shown=lambda model: bool(model["communication"])),
     Section("comparison", "Baseline against candidate",
             charts=("forest_layers", "forest_workloads", "shape_portability"),
             optional_charts=("forest_claim", "trade_view"),
@@ -96,7 +59,3 @@ SECTIONS: tuple[Section, ...] = (
     Section("artifacts", "Appendix: artifacts", fields=("artifacts",), build=f.artifact_fields),
 )  # fmt: skip
 
-
-def shown_sections(model: dict) -> list[Section]:
-    """The sections this packet's page has, in order."""
-    return [s for s in SECTIONS if s.shown(model)]
