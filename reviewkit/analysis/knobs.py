@@ -286,3 +286,17 @@ def shown_value(value: object) -> str:
     if len(head) == 40 and all(ch in "0123456789abcdef" for ch in head):
         return head[:12] + text[len(head) :]
     return text
+
+
+def not_applicable_lines(run: Run) -> list[str]:
+    """Per knob the run set, the workloads it does not change, with the first one's reason: a
+    knob is never silently ignored."""
+    by_knob: dict[str, list[tuple[str, str]]] = {}
+    for w in run.workloads:
+        for knob, why in (w.knobs_not_applicable or {}).items():
+            by_knob.setdefault(knob, []).append((w.id, why))
+    return [
+        f"{knob}={shown_value(run.knobs.get(knob))} does not change {len(rows)} of "
+        f"{len(run.workloads)} workloads (not applicable; {rows[0][0]}: {rows[0][1]})"
+        for knob, rows in by_knob.items()
+    ]

@@ -112,6 +112,8 @@ class Workload(_Record):
     energy: Mapping[str, Any] | None = None  # the metered reading, or why not (`available`)
     overhead: Mapping[str, Any] | None = None  # the measured exposed overhead, or why not
     op_profile: Mapping[str, Any] | None = None  # the ops one call dispatches
+    # The run's knobs that do not change how this workload runs, each with why (bundle/knobs.py).
+    knobs_not_applicable: Mapping[str, str] | None = None
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

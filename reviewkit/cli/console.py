@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
-from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, shown_value
+from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, not_applicable_lines, shown_value
 from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
@@ -196,6 +196,8 @@ def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> No
     console.print(escape(recorded_text(run)), highlight=False)
     for note in support_notes(run):
         console.print(f"[yellow]hardware:[/] {escape(note)}")
+    for line in not_applicable_lines(run):
+        console.print(f"[yellow]knob:[/] {escape(line)}")
     for dtype in run.knobs["dtypes"]:
         if dtype in run.layer_types_by_dtype:
             console.print(layer_table(run, dtype))

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from reviewkit.bundle import knobs
 from reviewkit.cli.shared import (
     default_out,
     emit_json,
@@ -32,6 +33,8 @@ DEVICE_PROFILE_OPTION = typer.Option(
 RECALIBRATE_OPTION = typer.Option(
     False, "--recalibrate", help="measure the ceilings again and renew the cached profile"
 )
+# One spelling of the mapping knobs for `run --knob` and `ab --baseline/--candidate`.
+KNOBS_HELP = f"KNOB=VALUE[,KNOB=VALUE]: {knobs.help_text()}"
 
 
 @user_errors
@@ -41,6 +44,9 @@ def run(
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
     threads: int | None = typer.Option(None, help="torch intra-op threads (default: torch's)"),
+    knob: str = typer.Option(
+        "", "--knob", help=f"the mapping, held for the whole run, ceilings included; {KNOBS_HELP}"
+    ),
     rounds: int | None = typer.Option(
         None,
         help="rounds per workload, each in a seeded random order, spread over the run "
@@ -77,9 +83,19 @@ def run(
 
     if rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
+    settings = knobs.parse_settings(knob, "--knob")
+    if "dtype" in settings:
+        raise UsageError("--knob dtype=...: the dtypes of a run are --dtype (a list); use it")
+    if "threads" in settings and threads is not None:
+        raise UsageError("--threads and --knob threads=... both given; keep one")
+    if settings and (distributed or nproc is not None):
+        raise UsageError("--knob with --distributed: a distributed run measures at torch's "
+                         "settings; set threads with --threads, or measure the knob in one "
+                         "process")  # fmt: skip
     request = measure.RunRequest(
         profile, device, parse_dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
         device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
+        settings=settings,
     )  # fmt: skip
     out_dir = out or default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
@@ -178,11 +194,10 @@ def distributed_rank(drequest, out_dir: Path, as_json: bool, command: str | None
 @user_errors
 def ab(
     baseline: str = typer.Option(
-        "", "--baseline", help="the baseline mapping: KNOB=VALUE[,KNOB=VALUE] (empty: defaults)"
+        "", "--baseline",
+        help=f"the baseline mapping (empty: torch's defaults); {KNOBS_HELP}; dtype=fp32|bf16|fp16",
     ),
-    candidate: str = typer.Option(
-        "", "--candidate", help="the candidate mapping: KNOB=VALUE[,KNOB=VALUE]"
-    ),
+    candidate: str = typer.Option("", "--candidate", help="the candidate mapping, as --baseline"),
     profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),

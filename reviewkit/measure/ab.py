@@ -11,10 +11,9 @@ in pairs.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from reviewkit.analysis.ceilings import moved_settings
 from reviewkit.analysis.compare import shape_key
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
-from reviewkit.bundle import profile as profiles
+from reviewkit.bundle import knobs
 from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
@@ -32,8 +31,8 @@ from reviewkit.measure import overhead, runner, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
+from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import collect_alternating
-from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
@@ -42,138 +41,20 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 PAIRING_KIND = "reviewkit.ab_pairing"
 PAIRING_FILE = "pairing.json"
 
-FP32_PRECISIONS = profiles.FP32_MATMUL_PRECISIONS
-ATTENTION_BACKENDS = {  # knob value -> torch.nn.attention.SDPBackend member
-    "math": "MATH",
-    "flash": "FLASH_ATTENTION",
-    "efficient": "EFFICIENT_ATTENTION",
-    "cudnn": "CUDNN_ATTENTION",
-}
-MEMORY_FORMATS = ("contiguous", "channels_last")
-QUANTIZATIONS = ("none", "int8-dynamic")
-BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
-# Knobs a run records that cannot change between two calls in one process, and why: `ab`
-# names them and points at two runs with rounds instead.
-NOT_IN_PROCESS = {
-    "interop_threads": "torch sizes its inter-op thread pool once, at the first parallel work, "
-    "and refuses to change it after",
-    "compile_mode": "torch.compile spends seconds to minutes compiling each workload, and "
-    "guards on the closures `ab` rebuilds every round, so the rounds would measure compilation",
-    "device": "one process measures one device here; a comparison across devices is two runs",
-    "sparsity": "the suite has no sparse kernels to switch to",
-}
-SWITCHABLE = (
-    "dtype",
-    "threads",
-    "float32_matmul_precision",
-    "mkldnn_enabled",
-    "attention_backend",
-    "memory_format",
-    "quantization",
-)
 
 
 def parse_settings(text: str, option: str) -> dict[str, object]:
-    """`KNOB=VALUE[,KNOB=VALUE]` into checked settings; a clear error names the knob."""
-    out: dict[str, object] = {}
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        knob, sep, value = part.partition("=")
-        knob, value = knob.strip(), value.strip()
-        if not sep or not knob or not value:
-            raise UsageError(f"{option} {text!r}: expected KNOB=VALUE[,KNOB=VALUE], got {part!r}")
-        if knob in NOT_IN_PROCESS:
-            raise UsageError(
-                f"{option}: knob {knob!r} cannot be switched in one process "
-                f"({NOT_IN_PROCESS[knob]}); measure two runs instead: `reviewkit run "
-                "--rounds N --out A` with the baseline setting, then with the candidate's, and "
-                "`reviewkit compare A B`"
-            )
-        if knob not in SWITCHABLE:
-            raise UsageError(
-                f"{option}: unknown knob {knob!r}; `ab` switches {', '.join(SWITCHABLE)}"
-            )
-        if knob in out:
-            raise UsageError(f"{option}: knob {knob!r} is given twice")
-        out[knob] = _value(knob, value, option)
-    return out
-
-
-def _value(knob: str, value: str, option: str) -> object:
-    choices: tuple[str, ...] | None = {
-        "dtype": suite.DTYPES,
-        "float32_matmul_precision": FP32_PRECISIONS,
-        "attention_backend": ("default", *ATTENTION_BACKENDS),
-        "memory_format": MEMORY_FORMATS,
-        "quantization": QUANTIZATIONS,
-        "mkldnn_enabled": tuple(BOOLEANS),
-    }.get(knob)
-    if knob == "threads":
-        if not value.isdigit() or int(value) < 1:
-            raise UsageError(f"{option}: threads={value!r}: expected a positive integer")
-        return int(value)
-    if value not in choices:
-        raise UsageError(f"{option}: {knob}={value!r}: choose one of {', '.join(choices)}")
-    return BOOLEANS[value] if knob == "mkldnn_enabled" else value
+    """One side's `KNOB=VALUE[,KNOB=VALUE]`: the knobs `ab` can switch in one process."""
+    return knobs.parse_settings(text, option, in_process=True)
 
 
 @dataclass
-class Side:
-    """One side's mapping: the settings that hold while its workloads are built and measured."""
+class Side(KnobMapping):
+    """One side of an A/B: its mapping (the settings that hold while its workloads are built
+    and measured), its label and the workloads it measures."""
 
-    label: str
-    settings: dict
-    dtypes: tuple[str, ...]
+    label: str = ""
     specs: list[WorkloadSpec] = field(default_factory=list)
-    # A benchmark's seam (benchmarks/aa_false_alarms.py injects a known slowdown through it);
-    # no command sets it, so no real run measures anything but the suite's kernels.
-    wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None
-
-    @contextlib.contextmanager
-    def active(self) -> Iterator[None]:
-        s = self.settings
-        threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
-        with contextlib.ExitStack() as stack:
-            if "threads" in s:
-                torch.set_num_threads(int(s["threads"]))
-            if "float32_matmul_precision" in s:
-                torch.set_float32_matmul_precision(str(s["float32_matmul_precision"]))
-            if "mkldnn_enabled" in s:
-                stack.enter_context(torch.backends.mkldnn.flags(enabled=bool(s["mkldnn_enabled"])))
-            if s.get("attention_backend", "default") != "default":
-                from torch.nn.attention import SDPBackend, sdpa_kernel
-
-                backend = getattr(SDPBackend, ATTENTION_BACKENDS[str(s["attention_backend"])])
-                stack.enter_context(sdpa_kernel(backend))
-            try:
-                yield
-            finally:
-                torch.set_num_threads(threads)
-                torch.set_float32_matmul_precision(precision)
-
-    def build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
-        transform = _int8_dynamic if self.settings.get("quantization") == "int8-dynamic" else None
-        channels_last = self.settings.get("memory_format") == "channels_last"
-        fn = kernels.build(spec, device, transform, channels_last=channels_last)
-        return self.wrap(fn) if self.wrap is not None else fn
-
-    def knobs(self, base: dict) -> dict:
-        """The run's knobs as this side sets them (read back from torch where torch holds them)."""
-        out = dict(base)
-        with self.active():
-            out["threads"] = torch.get_num_threads()
-            out["float32_matmul_precision"] = torch.get_float32_matmul_precision()
-            out["mkldnn_enabled"] = bool(torch.backends.mkldnn.enabled)
-        out["dtypes"] = list(self.dtypes)
-        for knob in ("attention_backend", "memory_format", "quantization"):
-            if knob in self.settings:
-                out[knob] = self.settings[knob]
-        return out
-
-
-def _int8_dynamic(module: torch.nn.Module) -> torch.nn.Module:
-    from torch.ao.quantization import quantize_dynamic
-
-    return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 @dataclass(frozen=True)
@@ -203,7 +84,7 @@ def _sides(request: AbRequest) -> tuple[Side, Side]:
     for label, settings in ((BASELINE, request.baseline), (CANDIDATE, request.candidate)):
         dtypes = (str(settings["dtype"]),) if "dtype" in settings else request.dtypes
         specs = suite.plan_specs(request.profile, dtypes, request.only)
-        sides.append(Side(label, dict(settings), dtypes, specs))
+        sides.append(Side(settings=dict(settings), dtypes=dtypes, label=label, specs=specs))
     base, cand = sides
     if base.dtypes != cand.dtypes and (len(base.dtypes) != 1 or len(cand.dtypes) != 1):
         raise UsageError(
@@ -266,7 +147,10 @@ def ab(
         doc["pairing"] = {**pairing, "side": side.label}
         threads = doc["knobs"]["threads"]
         doc["workloads"] = [
-            runner.base_record(s, runner.reproduce_command(s, request.profile, device, threads))
+            runner.base_record(
+                s, runner.reproduce_command(s, request.profile, device, threads, side.settings),
+                side.not_applicable(s, device),
+            )
             for s in side.specs
         ]
         docs[side.label] = doc
@@ -378,8 +262,8 @@ def _measure_pair(turn, indices, docs, builders, device, policy, whole) -> dict 
         return None
     out = {}
     for side, spec, result in zip(turn, specs, results, strict=True):
-        record = runner.base_record(spec, docs[side.label]["workloads"][indices[side.label]]
-                                     ["reproduce"])  # fmt: skip
+        before = docs[side.label]["workloads"][indices[side.label]]
+        record = runner.base_record(spec, before["reproduce"], before.get("knobs_not_applicable"))
         digits = runner.SAMPLE_RESOLUTION_DIGITS
         record.update(
             samples_s=[round(x, digits) for x in result.samples_s],

@@ -78,6 +78,8 @@ def merge_round(record: dict, measured: dict, round_index: int) -> dict:
         out = dict(measured)
         out["round_sizes"] = [len(measured["samples_s"])] if measured["status"] == STATUS_OK else []
         out["round_wall_s"] = measured.get("round_wall_s", 0.0)
+        if "knobs_not_applicable" in record:  # the run's, set before any round
+            out["knobs_not_applicable"] = record["knobs_not_applicable"]
         return out
     if measured["status"] == STATUS_TIMEOUT:
         # The warm-up alone used the workload's budget this round (a neighbour's load, say):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +36,7 @@ from reviewkit.measure.device import (
     torch_build,
 )
 from reviewkit.measure.device_profile import obtain
+from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
@@ -103,15 +104,27 @@ def failure_status(exc: BaseException) -> str:
     return STATUS_ERROR
 
 
-def reproduce_command(spec: WorkloadSpec, profile: str, device: torch.device, threads: int) -> str:
+def reproduce_command(
+    spec: WorkloadSpec, profile: str, device: torch.device, threads: int,
+    settings: dict | None = None,
+) -> str:
+    knob_args = ",".join(f"{k}={_spelled(v)}" for k, v in (settings or {}).items()
+                         if k not in ("threads", "dtype"))  # fmt: skip
     return (
         f"reviewkit run --profile {profile} --device {device} --dtype {spec.dtype} "
-        f"--threads {threads} --only '{spec.id}'"
+        f"--threads {threads} --only '{spec.id}'" + (f" --knob '{knob_args}'" if knob_args else "")
     )
 
 
-def base_record(spec: WorkloadSpec, reproduce: str) -> dict:
-    return {
+def _spelled(value: object) -> str:
+    """A knob's value as `--knob` takes it back."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def base_record(spec: WorkloadSpec, reproduce: str, not_applicable: dict | None = None) -> dict:
+    """A workload's record before it is measured. `not_applicable`: the knobs set for the run
+    that do not change how this workload runs, with why (recorded, never silently ignored)."""
+    record = {
         "id": spec.id,
         "layer_type": spec.layer_type,
         "kernel": spec.kernel,
@@ -134,6 +147,9 @@ def base_record(spec: WorkloadSpec, reproduce: str) -> dict:
         "op_profile": None,
         "reproduce": reproduce,
     }
+    if not_applicable:
+        record["knobs_not_applicable"] = dict(not_applicable)
+    return record
 
 
 def predicted_call_s(spec: WorkloadSpec, ceilings_doc: dict) -> float | None:
@@ -355,6 +371,9 @@ class RunRequest:
     # The device profile to divide by (--device-profile), and whether to renew the cached one.
     device_profile: str | None = None
     recalibrate: bool = False
+    # The mapping's knob settings (`--knob`, checked by bundle/knobs.parse_settings): they hold
+    # for the whole run, calibration included, so the ceilings follow them.
+    settings: dict = field(default_factory=dict)
 
 
 def plan(request: RunRequest) -> list[WorkloadSpec]:
@@ -429,12 +448,30 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
     powercap = Path(request.powercap_root) if request.powercap_root else sensors.POWERCAP
     energy = energy_source(device, powercap)
     started = time.time()
-    doc = new_run_doc(request, device, energy, powercap, policy, plan_of_rounds, started)
-    threads = torch.get_num_threads()
-    records = [
-        base_record(s, reproduce_command(s, request.profile, device, threads)) for s in specs
-    ]
-    doc["workloads"] = records
+    mapping = KnobMapping(dict(request.settings), request.dtypes)
+    with mapping.active():
+        doc = new_run_doc(request, device, energy, powercap, policy, plan_of_rounds, started)
+        doc["knobs"] = mapping.knobs(doc["knobs"])
+        threads = torch.get_num_threads()
+        doc["workloads"] = [
+            base_record(s, reproduce_command(s, request.profile, device, threads, mapping.settings),
+                        mapping.not_applicable(s, device))
+            for s in specs
+        ]  # fmt: skip
+        _measure_all(request, doc, specs, device, energy, mapping, progress, plan_of_rounds,
+                     started)
+    return doc
+
+
+def _measure_all(
+    request: RunRequest, doc: dict, specs: list[WorkloadSpec], device: torch.device,
+    energy: EnergySource, mapping: KnobMapping, progress: Callable[[str, int, int], None],
+    plan_of_rounds: rounds_mod.RoundPlan, started: float,
+) -> None:
+    """Ceilings, the rounds and the overhead phase of the document being written, under the
+    run's mapping; Ctrl-C is data."""
+    profile = suite_profile(request.profile)
+    policy, records = profile.sampling, doc["workloads"]
     phases: dict[str, float] = {}
     try:
         obtained = obtain(
@@ -444,7 +481,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
         )  # fmt: skip
         doc["ceilings"] = obtained.ceilings()
         phases["ceilings"] = time.time() - started
-        builder = rounds_mod.BuildCache(kernels.build)
+        builder = rounds_mod.BuildCache(mapping.build)
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
                        progress, builder)  # fmt: skip
         phases["workloads"] = time.time() - started - phases["ceilings"]
@@ -459,4 +496,3 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
     doc["wall_s"] = round(time.time() - started, 3)
     # Where the run's wall time went: the overhead phase is held under 15% of it.
     doc["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
-    return doc

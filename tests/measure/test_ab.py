@@ -25,9 +25,11 @@ def test_settings_parse_and_refuse_with_the_knob_named():
     assert ab.parse_settings("", "--baseline") == {}
     assert ab.parse_settings("mkldnn_enabled=off", "--candidate") == {"mkldnn_enabled": False}
     with pytest.raises(UsageError, match=r"knob 'interop_threads' cannot be switched in one "
-                       r"process .* `reviewkit run --rounds N"):  # fmt: skip
+                       r"process .* `reviewkit run` cannot set it either"):  # fmt: skip
         ab.parse_settings("interop_threads=2", "--candidate")
-    with pytest.raises(UsageError, match="unknown knob 'thread'; `ab` switches dtype, threads"):
+    with pytest.raises(UsageError, match="memory_format='nhwc': choose one of contiguous"):
+        ab.parse_settings("memory_format=nhwc", "--candidate")
+    with pytest.raises(UsageError, match="unknown knob 'thread'; choose from dtype, threads"):
         ab.parse_settings("thread=2", "--candidate")
     with pytest.raises(UsageError, match="threads='0': expected a positive integer"):
         ab.parse_settings("threads=0", "--candidate")
@@ -38,7 +40,9 @@ def test_settings_parse_and_refuse_with_the_knob_named():
 
 
 def test_a_side_sets_its_knobs_only_while_active():
-    side = ab.Side("candidate", {"threads": 1, "float32_matmul_precision": "medium"}, ("fp32",))
+    side = ab.Side(
+        {"threads": 1, "float32_matmul_precision": "medium"}, ("fp32",), label="candidate"
+    )
     before = (torch.get_num_threads(), torch.get_float32_matmul_precision())
     with side.active():
         assert torch.get_num_threads() == 1

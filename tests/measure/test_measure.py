@@ -155,3 +155,25 @@ def test_calibration_gives_real_rates_per_dtype_and_level():
     # Any memory system of the last 20 years: between 1 GB/s and 10 TB/s.
     assert all(1e9 < p < 1e13 for p in peaks)
     assert doc["bandwidth"]["peak"] == levels[-1]["peak"] and doc["bandwidth"]["level"] == "dram"
+
+
+def test_run_holds_its_knobs_for_the_whole_run_and_says_where_one_does_not_apply():
+    before = torch.get_float32_matmul_precision()
+    request = measure.RunRequest(
+        profile="smoke", dtypes=("fp32",), only="norm.bert*,conv.*", rounds=1,
+        settings={"float32_matmul_precision": "high", "memory_format": "channels_last"},
+    )  # fmt: skip
+    doc = measure.run(request)
+    assert doc["complete"]
+    # read back from torch while the mapping held, and restored after it
+    assert doc["knobs"]["float32_matmul_precision"] == "high"
+    assert doc["knobs"]["memory_format"] == "channels_last"
+    assert torch.get_float32_matmul_precision() == before
+    # the ceilings were taken at the run's own precision (a device profile is keyed by it)
+    assert doc["ceilings"]["profile"]["settings"]["float32_matmul_precision"] == "high"
+    by_kernel = {w["kernel"]: w for w in doc["workloads"]}
+    norm, conv = by_kernel["layer_norm"], by_kernel["conv2d"]
+    assert set(norm["knobs_not_applicable"]) == {"float32_matmul_precision", "memory_format"}
+    assert "knobs_not_applicable" not in conv  # both knobs change how a convolution runs
+    assert "--knob 'float32_matmul_precision=high,memory_format=channels_last'" in conv["reproduce"]
+    assert all(w["status"] == "ok" for w in doc["workloads"])

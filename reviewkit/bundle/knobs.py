@@ -1,0 +1,179 @@
+"""The mapping knobs a run records: their spelling, values, which workloads each applies to, and
+which `run --knob` and `ab` can set. One registry for every command that takes a knob."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reviewkit.bundle.profile import FP32_MATMUL_PRECISIONS
+from reviewkit.common.errors import UsageError
+
+# knob value -> torch.nn.attention.SDPBackend member
+ATTENTION_BACKENDS = {
+    "math": "MATH",
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+}
+MEMORY_FORMATS = ("contiguous", "channels_last")
+QUANTIZATIONS = ("none", "int8-dynamic")
+BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
+DTYPES = ("fp32", "bf16", "fp16")
+
+# Suite kernels by what they hold (suite/kernels.py builds them).
+MODULE_KERNELS = ("mlp_block", "encoder_layer", "gpt_decoder")  # nn.Modules with nn.Linear
+ATTENTION_KERNELS = ("sdpa", "encoder_layer", "gpt_decoder")  # attention through SDPA
+MATMUL_KERNELS = ("linear", "bmm", "sdpa", "conv2d", *MODULE_KERNELS)
+
+# (kernel, dtype, device type) -> "" when the knob changes how the workload runs, else why not.
+Applies = Callable[[str, str, str], str]
+
+
+def _everywhere(kernel: str, dtype: str, device_type: str) -> str:
+    return ""
+
+
+def _fp32_matmuls(kernel: str, dtype: str, device_type: str) -> str:
+    if dtype != "fp32":
+        return f"float32 matmul precision only changes fp32 matmuls; this workload is {dtype}"
+    if kernel not in MATMUL_KERNELS:
+        return f"the {kernel} kernel does no matmul"
+    return ""
+
+
+def _onednn(kernel: str, dtype: str, device_type: str) -> str:
+    return "" if device_type == "cpu" else "oneDNN is the CPU's kernel library"
+
+
+def _attention(kernel: str, dtype: str, device_type: str) -> str:
+    return "" if kernel in ATTENTION_KERNELS else f"the {kernel} kernel has no attention"
+
+
+def _convolutions(kernel: str, dtype: str, device_type: str) -> str:
+    return "" if kernel == "conv2d" else f"the {kernel} kernel has no 4-D operands to lay out"
+
+
+def _int8_modules(kernel: str, dtype: str, device_type: str) -> str:
+    if kernel not in MODULE_KERNELS:
+        return f"the {kernel} kernel is a functional call with no nn.Linear to quantize"
+    if dtype != "fp32" or device_type != "cpu":
+        return "int8 dynamic quantization rewrites fp32 nn.Linear modules for the CPU"
+    return ""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob as a run records it (its `knobs` key) and as a command takes it (KEY=VALUE)."""
+
+    name: str
+    help: str
+    values: tuple[str, ...] = ()  # the accepted spellings; () for a positive integer
+    # "" when `ab` can switch it between two calls in one process, else why not
+    not_in_process: str = ""
+    # "" when `run --knob` and `ab` can set it, else why not (yet)
+    not_settable: str = ""
+    applies: Applies = _everywhere
+
+    def parse(self, value: str, option: str) -> object:
+        if not self.values:
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"{option}: {self.name}={value!r}: expected a positive integer")
+            return int(value)
+        if value not in self.values:
+            raise UsageError(
+                f"{option}: {self.name}={value!r}: choose one of {', '.join(self.values)}"
+            )
+        return BOOLEANS[value] if self.values == tuple(BOOLEANS) else value
+
+
+KNOBS: dict[str, Knob] = {k.name: k for k in (
+    Knob("dtype", "the workloads' dtype", DTYPES),
+    Knob("threads", "intra-op threads (torch.set_num_threads)"),
+    Knob("float32_matmul_precision", "torch.set_float32_matmul_precision: high and medium let "
+         "fp32 matmuls run in TF32 or bf16", FP32_MATMUL_PRECISIONS, applies=_fp32_matmuls),
+    Knob("mkldnn_enabled", "oneDNN on the CPU (torch.backends.mkldnn)", tuple(BOOLEANS),
+         applies=_onednn),
+    Knob("attention_backend", "the SDPA backend (torch.nn.attention.sdpa_kernel)",
+         ("default", *ATTENTION_BACKENDS), applies=_attention),
+    Knob("memory_format", "a convolution's operands in NCHW or NHWC order", MEMORY_FORMATS,
+         applies=_convolutions),
+    Knob("quantization", "int8 dynamic quantization of nn.Linear (torch.ao)", QUANTIZATIONS,
+         applies=_int8_modules),
+    Knob("interop_threads", "inter-op threads (torch.set_num_interop_threads)",
+         not_in_process="torch sizes its inter-op thread pool once, at the first parallel "
+         "work, and refuses to change it after",
+         not_settable="torch sizes its inter-op pool before reviewkit starts measuring"),
+    Knob("compile_mode", "torch.compile's mode", ("eager", "default", "reduce-overhead",
+         "max-autotune"),
+         not_in_process="torch.compile spends seconds to minutes compiling each workload, and "
+         "guards on the closures `ab` rebuilds every round, so the rounds would measure "
+         "compilation",
+         not_settable="compiled workloads are not measured yet (compile time, recompiles and "
+         "graph breaks must be recorded apart from the samples first)"),
+    Knob("sparsity", "the weights' sparsity", ("dense",),
+         not_in_process="the suite has no sparse kernels to switch to",
+         not_settable="the suite has no sparse kernels yet"),
+    Knob("device", "the device measured",
+         not_in_process="one process measures one device here; a comparison across devices "
+         "is two runs",
+         not_settable="a run's device is `reviewkit run --device`: measure one run per "
+         "device and `reviewkit compare` them"),
+)}  # fmt: skip
+# What `run --knob` and `ab` set, in the order `--help` lists them.
+SETTABLE = tuple(name for name, k in KNOBS.items() if not k.not_settable)
+
+
+def parse_settings(text: str, option: str, *, in_process: bool = False) -> dict[str, object]:
+    """`KNOB=VALUE[,KNOB=VALUE]` into checked settings; a clear error names the knob. With
+    `in_process`, only knobs `ab` can switch between two calls of one process."""
+    out: dict[str, object] = {}
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        name, sep, value = part.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise UsageError(f"{option} {text!r}: expected KNOB=VALUE[,KNOB=VALUE], got {part!r}")
+        knob = KNOBS.get(name)
+        if knob is None:
+            raise UsageError(f"{option}: unknown knob {name!r}; choose from {', '.join(SETTABLE)}")
+        if in_process and knob.not_in_process:
+            instead = (
+                f"and `reviewkit run` cannot set it either: {knob.not_settable}"
+                if knob.not_settable
+                else f"measure two runs instead: `reviewkit run --knob {name}=... --rounds N "
+                "--out A` with the baseline setting, then with the candidate's, and "
+                "`reviewkit compare A B`"
+            )
+            raise UsageError(
+                f"{option}: knob {name!r} cannot be switched in one process "
+                f"({knob.not_in_process}); {instead}"
+            )
+        if knob.not_settable:
+            raise UsageError(f"{option}: knob {name!r} cannot be set here: {knob.not_settable}")
+        if name in out:
+            raise UsageError(f"{option}: knob {name!r} is given twice")
+        out[name] = knob.parse(value, option)
+    return out
+
+
+def not_applicable(
+    settings: dict[str, object], kernel: str, dtype: str, device_type: str
+) -> dict[str, str]:
+    """The knobs set here that do not change how this workload runs, each with why not."""
+    out = {}
+    for name in settings:
+        why = KNOBS[name].applies(kernel, dtype, device_type)
+        if why:
+            out[name] = why
+    return out
+
+
+def help_text() -> str:
+    """One line per settable knob and its values, for `--help`."""
+    settable = "; ".join(
+        f"{k.name}={' | '.join(k.values) if k.values else 'N'}"
+        for k in KNOBS.values()
+        if not k.not_settable and k.name != "dtype"
+    )
+    recorded = ", ".join(k.name for k in KNOBS.values() if k.not_settable)
+    return f"{settable} (recorded, not settable here yet: {recorded})"

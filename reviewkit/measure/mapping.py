@@ -1,0 +1,81 @@
+"""A mapping of the suite onto this device: the knob settings that hold while its workloads are
+built and measured, applied to torch, and the knobs a run records for them (torch)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from reviewkit.bundle import knobs as knob_registry
+from reviewkit.suite import kernels
+from reviewkit.suite.workloads import WorkloadSpec
+
+# Knobs a run records as the settings give them (torch holds the rest, read back from it).
+RECORDED_AS_SET = ("attention_backend", "memory_format", "quantization")
+
+
+@dataclass
+class KnobMapping:
+    """The settings of one mapping (`run --knob`, one side of `ab`), checked by
+    bundle/knobs.parse_settings."""
+
+    settings: dict = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ()
+    # A benchmark's seam (benchmarks/aa_false_alarms.py injects a known slowdown through it);
+    # no command sets it, so no real run measures anything but the suite's kernels.
+    wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        s = self.settings
+        threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
+        with contextlib.ExitStack() as stack:
+            if "threads" in s:
+                torch.set_num_threads(int(s["threads"]))
+            if "float32_matmul_precision" in s:
+                torch.set_float32_matmul_precision(str(s["float32_matmul_precision"]))
+            if "mkldnn_enabled" in s:
+                stack.enter_context(torch.backends.mkldnn.flags(enabled=bool(s["mkldnn_enabled"])))
+            if s.get("attention_backend", "default") != "default":
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                member = knob_registry.ATTENTION_BACKENDS[str(s["attention_backend"])]
+                stack.enter_context(sdpa_kernel(getattr(SDPBackend, member)))
+            try:
+                yield
+            finally:
+                torch.set_num_threads(threads)
+                torch.set_float32_matmul_precision(precision)
+
+    def build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
+        transform = _int8_dynamic if self.settings.get("quantization") == "int8-dynamic" else None
+        channels_last = self.settings.get("memory_format") == "channels_last"
+        fn = kernels.build(spec, device, transform, channels_last=channels_last)
+        return self.wrap(fn) if self.wrap is not None else fn
+
+    def knobs(self, base: dict) -> dict:
+        """The run's knobs as this mapping sets them (read back from torch where torch holds
+        them)."""
+        out = dict(base)
+        with self.active():
+            out["threads"] = torch.get_num_threads()
+            out["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+            out["mkldnn_enabled"] = bool(torch.backends.mkldnn.enabled)
+        out["dtypes"] = list(self.dtypes)
+        for knob in RECORDED_AS_SET:
+            if knob in self.settings:
+                out[knob] = self.settings[knob]
+        return out
+
+    def not_applicable(self, spec: WorkloadSpec, device: torch.device) -> dict[str, str]:
+        """The knobs set here that do not change how `spec` runs, each with why not."""
+        return knob_registry.not_applicable(self.settings, spec.kernel, spec.dtype, device.type)
+
+
+def _int8_dynamic(module: torch.nn.Module) -> torch.nn.Module:
+    from torch.ao.quantization import quantize_dynamic
+
+    return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
