@@ -288,6 +288,26 @@ def shown_value(value: object) -> str:
     return text
 
 
+def compile_line(run: Run) -> str | None:
+    """A compiled run's cold-start cost, apart from its samples: compile time over its
+    workloads, cold and warm, with graphs, breaks and fallbacks (None: not compiled)."""
+    rows = [w.compile for w in run.workloads if w.compile]
+    if not rows:
+        return None
+    cold = sum(r["cold_s"] for r in rows)
+    warm = [r["warm_s"] for r in rows if r.get("warm_s") is not None]
+    fell_back = sum(1 for r in rows if r["fell_back_to_eager"])
+    return (
+        f"compile_mode={rows[0]['mode']}: compiling {len(rows)} workloads took {cold:.3g} s "
+        f"with an empty inductor cache (cold), "
+        + (f"{sum(warm):.3g} s with warm caches ({len(warm)} workloads)" if warm else
+           "warm not measured")
+        + f"; {sum(r['graphs'] for r in rows)} graphs, "
+        f"{sum(r['graph_breaks'] for r in rows)} graph breaks, {fell_back} ran eager; none of "
+        "it is in the samples"
+    )
+
+
 def not_applicable_lines(run: Run) -> list[str]:
     """Per knob the run set, the workloads it does not change, with the first one's reason: a
     knob is never silently ignored."""

@@ -104,13 +104,10 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          not_in_process="torch sizes its inter-op thread pool once, at the first parallel "
          "work, and refuses to change it after",
          not_settable="torch sizes its inter-op pool before reviewkit starts measuring"),
-    Knob("compile_mode", "torch.compile's mode", ("eager", "default", "reduce-overhead",
-         "max-autotune"),
-         not_in_process="torch.compile spends seconds to minutes compiling each workload, and "
-         "guards on the closures `ab` rebuilds every round, so the rounds would measure "
-         "compilation",
-         not_settable="compiled workloads are not measured yet (compile time, recompiles and "
-         "graph breaks must be recorded apart from the samples first)"),
+    Knob("compile_mode", "torch.compile's mode, static shapes, each workload compiled once "
+         "before its samples", ("eager", "default", "reduce-overhead", "max-autotune"),
+         not_in_process="`ab` does not yet keep each side's compiled callables across its "
+         "rounds, so its rounds would measure compilation"),
     Knob("sparsity", "the weights' sparsity", ("dense",),
          not_in_process="the suite has no sparse kernels to switch to",
          not_settable="the suite has no sparse kernels yet"),

@@ -114,6 +114,8 @@ class Workload(_Record):
     op_profile: Mapping[str, Any] | None = None  # the ops one call dispatches
     # The run's knobs that do not change how this workload runs, each with why (bundle/knobs.py).
     knobs_not_applicable: Mapping[str, str] | None = None
+    # Under a compile_mode: what compiling it cost, apart from its samples (measure/compiled.py).
+    compile: Mapping[str, Any] | None = None
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

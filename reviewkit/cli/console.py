@@ -12,7 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from reviewkit.analysis.hardware import support_notes
-from reviewkit.analysis.knobs import CONFOUNDER_ROW, diff_rows, not_applicable_lines, shown_value
+from reviewkit.analysis.knobs import (
+    CONFOUNDER_ROW,
+    compile_line,
+    diff_rows,
+    not_applicable_lines,
+    shown_value,
+)
 from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
@@ -198,6 +204,8 @@ def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> No
         console.print(f"[yellow]hardware:[/] {escape(note)}")
     for line in not_applicable_lines(run):
         console.print(f"[yellow]knob:[/] {escape(line)}")
+    if compiled := compile_line(run):
+        console.print(f"[yellow]compile:[/] {escape(compiled)}")
     for dtype in run.knobs["dtypes"]:
         if dtype in run.layer_types_by_dtype:
             console.print(layer_table(run, dtype))

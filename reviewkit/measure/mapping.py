@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 import torch
 
 from reviewkit.bundle import knobs as knob_registry
+from reviewkit.measure.compiled import EAGER, Compiler
 from reviewkit.suite import kernels
 from reviewkit.suite.workloads import WorkloadSpec
 
 # Knobs a run records as the settings give them (torch holds the rest, read back from it).
-RECORDED_AS_SET = ("attention_backend", "memory_format", "quantization")
+RECORDED_AS_SET = ("attention_backend", "memory_format", "quantization", "compile_mode")
 
 
 @dataclass
@@ -27,12 +28,20 @@ class KnobMapping:
     # A benchmark's seam (benchmarks/aa_false_alarms.py injects a known slowdown through it);
     # no command sets it, so no real run measures anything but the suite's kernels.
     wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None
+    # Set when the mapping compiles (compile_mode other than eager): what each compile cost.
+    compiler: Compiler | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        mode = str(self.settings.get("compile_mode", EAGER))
+        self.compiler = Compiler(mode) if mode != EAGER else None
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         s = self.settings
         threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
         with contextlib.ExitStack() as stack:
+            if self.compiler is not None:
+                stack.enter_context(self.compiler.configured())
             if "threads" in s:
                 torch.set_num_threads(int(s["threads"]))
             if "float32_matmul_precision" in s:
@@ -51,13 +60,18 @@ class KnobMapping:
                 torch.set_float32_matmul_precision(precision)
 
     def build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
+        fn = self.eager_build(spec, device)
+        if self.compiler is not None:
+            fn = self.compiler.compile(spec.id, fn)
+        return self.wrap(fn) if self.wrap is not None else fn
+
+    def eager_build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
+        """The workload under this mapping's settings, not compiled."""
         transform = _int8_dynamic if self.settings.get("quantization") == "int8-dynamic" else None
         channels_last = self.settings.get("memory_format") == "channels_last"
         if transform is None and not channels_last:  # the suite's own build, as `run` had it
-            fn = kernels.build(spec, device)
-        else:
-            fn = kernels.build(spec, device, transform, channels_last=channels_last)
-        return self.wrap(fn) if self.wrap is not None else fn
+            return kernels.build(spec, device)
+        return kernels.build(spec, device, transform, channels_last=channels_last)
 
     def knobs(self, base: dict) -> dict:
         """The run's knobs as this mapping sets them (read back from torch where torch holds

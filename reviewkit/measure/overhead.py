@@ -272,6 +272,12 @@ def per_op_floor_s(device: torch.device, policy: SamplingPolicy = FLOOR_POLICY) 
     return out
 
 
+def mark_not_measured(records: list[dict], reason: str) -> None:
+    """Every workload's overhead record says it was not measured, and why, in place."""
+    for record in records:
+        record["overhead"] = _absent(reason)
+
+
 def measure_overheads(
     specs: Sequence[WorkloadSpec],
     records: list[dict],

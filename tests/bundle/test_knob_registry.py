@@ -17,8 +17,12 @@ def test_run_and_ab_take_one_spelling():
 
 
 def test_a_knob_no_command_can_set_yet_says_why_in_both_commands():
-    with pytest.raises(UsageError, match="compile_mode' cannot be set here: compiled workloads"):
-        knobs.parse_settings("compile_mode=default", "--knob")
+    assert knobs.parse_settings("compile_mode=default", "--knob") == {"compile_mode": "default"}
+    with pytest.raises(UsageError, match=r"compile_mode' cannot be switched in one process .* "
+                       r"measure two runs instead: `reviewkit run --knob compile_mode="):
+        knobs.parse_settings("compile_mode=default", "--candidate", in_process=True)
+    with pytest.raises(UsageError, match="sparsity' cannot be set here: the suite has no sparse"):
+        knobs.parse_settings("sparsity=dense", "--knob")
     # ab does not send the user to `run` for a knob `run` cannot set either
     with pytest.raises(UsageError, match="`reviewkit run` cannot set it either: the suite has"):
         knobs.parse_settings("sparsity=dense", "--candidate", in_process=True)
@@ -53,4 +57,5 @@ def test_help_lists_every_settable_knob_with_its_values_and_what_is_recorded_onl
         if name != "dtype":
             assert f"{name}=" in text
     assert "memory_format=contiguous | channels_last" in text
-    assert "not settable here yet: interop_threads, compile_mode, sparsity, device" in text
+    assert "compile_mode=eager | default | reduce-overhead | max-autotune" in text
+    assert "not settable here yet: interop_threads, sparsity, device" in text

@@ -1,0 +1,55 @@
+"""torch.compile as a knob of `run`: compiled once, its cost apart from the samples, and a
+recompile while sampling a failure (measure/compiled.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from reviewkit.measure import compiled
+from reviewkit.measure import runner as measure
+from reviewkit.suite import workloads as suite
+
+
+def test_a_compiled_run_records_its_compile_apart_from_its_samples():
+    limit = torch._dynamo.config.cache_size_limit
+    doc = measure.run(measure.RunRequest(
+        profile="smoke", dtypes=("fp32",), only="norm.bert*", rounds=1,
+        settings={"compile_mode": "default"},
+    ))  # fmt: skip
+    (w,) = doc["workloads"]
+    assert doc["knobs"]["compile_mode"] == "default"
+    assert w["status"] == "ok" and w["samples_s"], w["reason"]
+    c = w["compile"]
+    assert c["mode"] == "default" and c["graphs"] >= 1 and not c["fell_back_to_eager"]
+    assert c["graph_breaks"] == 0  # one F.layer_norm call: nothing to break on
+    # compiling costs orders of magnitude more than a ~10 us call, and none of it is a sample
+    assert c["cold_s"] > 10 * max(w["samples_s"]) and c["warm_s"] > 0
+    assert "--knob 'compile_mode=default'" in w["reproduce"]
+    assert doc["phases_s"]["compile_warm"] > 0
+    # the floor call's profiler check would see dynamo's tracing, not the compiled kernels
+    assert w["overhead"]["method"] == "not-measured" and "dynamo traces" in w["overhead"]["reason"]
+    assert torch._dynamo.config.cache_size_limit == limit  # restored after the run
+
+
+def test_a_recompile_while_sampling_fails_the_workload_with_the_reason(monkeypatch):
+    counts = itertools.count()  # every read sees one more compiled frame
+    monkeypatch.setattr(compiled, "frames_compiled", lambda: next(counts))
+    (spec,) = suite.plan_specs("smoke", ("fp32",), "norm.bert*")
+    record = measure.measure_workload(
+        spec, torch.device("cpu"), measure.suite_profile("smoke").sampling,
+        {"compute": {}, "bandwidth": {}}, "reproduce",
+    )  # fmt: skip
+    assert record["status"] == "error" and not record["samples_s"]
+    assert "compiled 1 frame(s) while this workload was sampled" in record["reason"]
+
+
+def test_a_compile_that_captures_no_graph_is_recorded_as_eager(monkeypatch):
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)  # a compile that captures nothing
+    compiler = compiled.Compiler("default")
+    calls = []
+    fn = compiler.compile("w", lambda: calls.append(1))
+    fn()
+    record = compiler.records["w"]
+    assert record.fell_back_to_eager and record.graphs == 0 and len(calls) == 2
