@@ -52,6 +52,15 @@ CASES = {
         "interop_threads, cuda_matmul_allow_tf32, cudnn_allow_tf32, cudnn_benchmark with it "
         "(listed, not counted)",
     ),
+    # issue 32: torch.compile is a mapping knob like any other; with the dtype it is two
+    "compile mode and dtype": (
+        {}, {}, {"compile_mode": "default", "dtypes": ["bf16"]}, "fail",
+        "candidate 1 changes 2 knobs at once (dtypes, compile_mode)",
+    ),
+    "compile mode alone": (
+        {}, {}, {"compile_mode": "max-autotune"}, "pass",
+        "candidate 1 changes one knob: compile_mode (eager → max-autotune)",
+    ),
     "threads alone": (
         {}, {}, {"threads": 1}, "pass", "candidate 1 changes one knob: threads (2 → 1)",
     ),
