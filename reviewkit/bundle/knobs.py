@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from reviewkit.bundle.profile import FP32_MATMUL_PRECISIONS
 from reviewkit.common.errors import UsageError
+from reviewkit.suite.workloads import DTYPES
 
 # knob value -> torch.nn.attention.SDPBackend member
 ATTENTION_BACKENDS = {
@@ -19,7 +20,6 @@ ATTENTION_BACKENDS = {
 MEMORY_FORMATS = ("contiguous", "channels_last")
 QUANTIZATIONS = ("none", "int8-dynamic")
 BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
-DTYPES = ("fp32", "bf16", "fp16")
 
 # Suite kernels by what they hold (suite/kernels.py builds them).
 MODULE_KERNELS = ("mlp_block", "encoder_layer", "gpt_decoder")  # nn.Modules with nn.Linear

@@ -246,14 +246,6 @@ def _workload_summary(w: AnalysedWorkload, multi_rank: bool) -> dict:
     return row
 
 
-def _distributed_summary(run: AnalysedRun) -> dict | None:
-    """The set-up with the stragglers and scaling the analysis found, as the bundle has them."""
-    if not run.distributed:
-        return run.distributed
-    return {**run.distributed, "stragglers": _json_of(run.stragglers),
-            "scaling": [s.to_json() for s in run.scaling]}  # fmt: skip
-
-
 def summary(run: AnalysedRun, path: str | None = None) -> dict:
     """The machine-readable view printed by `--json`: everything but the raw samples."""
     return {
@@ -270,7 +262,7 @@ def summary(run: AnalysedRun, path: str | None = None) -> dict:
         "layer_types": {k: v.to_json() for k, v in run.layer_types.items()},
         "layer_types_by_dtype": {dtype: {k: v.to_json() for k, v in table.items()}
                                  for dtype, table in run.layer_types_by_dtype.items()},
-        "distributed": _distributed_summary(run),
+        "distributed": run.distributed_json(),
         "workloads": [_workload_summary(w, bool(run.distributed)) for w in run.workloads],
     }
 

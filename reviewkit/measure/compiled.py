@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 
@@ -29,6 +29,14 @@ def frames_compiled() -> int | None:
     from torch._dynamo.utils import counters
 
     return int(counters["frames"]["total"])
+
+
+def _first_call_s(compiled: Callable[[], object]) -> float:
+    """Seconds of a compiled callable's first call: the compile, and one run."""
+    started = time.perf_counter()
+    with torch.inference_mode():
+        compiled()
+    return time.perf_counter() - started
 
 
 def _counts() -> tuple[int, int]:
@@ -94,10 +102,7 @@ class Compiler:
         """`fn` compiled (static shapes), its first call made here so no sample pays for it."""
         compiled = torch.compile(fn, mode=self.mode, dynamic=False)
         graphs, breaks = _counts()
-        started = time.perf_counter()
-        with torch.inference_mode():
-            compiled()
-        cold_s = time.perf_counter() - started
+        cold_s = _first_call_s(compiled)
         graphs_after, breaks_after = _counts()
         self.records[workload_id] = CompileRecord(
             self.mode, cold_s, graphs_after - graphs, breaks_after - breaks,
@@ -113,13 +118,6 @@ class Compiler:
             if workload_id not in self.records:
                 continue
             torch._dynamo.reset()
-            compiled = torch.compile(build(), mode=self.mode, dynamic=False)
-            started = time.perf_counter()
-            with torch.inference_mode():
-                compiled()
-            record = self.records[workload_id]
-            self.records[workload_id] = CompileRecord(
-                record.mode, record.cold_s, record.graphs, record.graph_breaks,
-                record.fell_back_to_eager, warm_s=time.perf_counter() - started,
-            )  # fmt: skip
+            warm_s = _first_call_s(torch.compile(build(), mode=self.mode, dynamic=False))
+            self.records[workload_id] = replace(self.records[workload_id], warm_s=warm_s)
         torch._dynamo.reset()
