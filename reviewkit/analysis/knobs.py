@@ -297,14 +297,16 @@ def compile_line(run: Run) -> str | None:
     cold = sum(r["cold_s"] for r in rows)
     warm = [r["warm_s"] for r in rows if r.get("warm_s") is not None]
     fell_back = sum(1 for r in rows if r["fell_back_to_eager"])
+    reused = sum(1 for r in rows if r.get("reused"))
     return (
         f"compile_mode={rows[0]['mode']}: compiling {len(rows)} workloads took {cold:.3g} s "
         f"with an empty inductor cache (cold), "
         + (f"{sum(warm):.3g} s with warm caches ({len(warm)} workloads)" if warm else
            "warm not measured")
         + f"; {sum(r['graphs'] for r in rows)} graphs, "
-        f"{sum(r['graph_breaks'] for r in rows)} graph breaks, {fell_back} ran eager; none of "
-        "it is in the samples"
+        f"{sum(r['graph_breaks'] for r in rows)} graph breaks, {fell_back} ran eager"
+        + (f", {reused} ran an entry compiled already (a cache hit)" if reused else "")
+        + "; none of it is in the samples"
     )
 
 

@@ -105,9 +105,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "work, and refuses to change it after",
          not_settable="torch sizes its inter-op pool before reviewkit starts measuring"),
     Knob("compile_mode", "torch.compile's mode, static shapes, each workload compiled once "
-         "before its samples", ("eager", "default", "reduce-overhead", "max-autotune"),
-         not_in_process="`ab` does not yet keep each side's compiled callables across its "
-         "rounds, so its rounds would measure compilation"),
+         "before its samples", ("eager", "default", "reduce-overhead", "max-autotune")),
     Knob("sparsity", "the weights' sparsity", ("dense",),
          not_in_process="the suite has no sparse kernels to switch to",
          not_settable="the suite has no sparse kernels yet"),

@@ -11,6 +11,7 @@ in pairs.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -25,9 +26,9 @@ from reviewkit.analysis.pairing import CALLS_ALTERNATED
 from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle import knobs
 from reviewkit.bundle.records import Run
-from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
+from reviewkit.bundle.run import STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import overhead, runner, sensors
+from reviewkit.measure import compiled, overhead, runner, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
@@ -138,6 +139,16 @@ def ab(
         "settings": {BASELINE: request.baseline, CANDIDATE: request.candidate},
     }
     docs = {}
+    with compiled.session() if base.compiler or cand.compiler else contextlib.nullcontext():
+        _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energy, started,
+                       pairing, progress)
+    return docs[BASELINE], docs[CANDIDATE], pairing
+
+
+def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energy, started,
+                   pairing, progress) -> None:
+    """Both sides' documents: ceilings, the interleaved rounds, each side's floors, and a
+    compiling side's compile costs last."""
     for side in (base, cand):
         run_request = runner.RunRequest(request.profile, request.device, side.dtypes, request.only)
         doc = runner.new_run_doc(
@@ -174,13 +185,24 @@ def ab(
         for side in (base, cand):  # each side's floors under its own settings
             begun = time.time()
             doc = docs[side.label]
-            with side.active():
-                doc["overhead_probe"] = overhead.measure_overheads(
-                    side.specs, doc["workloads"], device, builders[side.label], progress,
-                    suite_profile(request.profile).floor_sampling,
-                )  # fmt: skip
+            if side.compiler is None:
+                with side.active():
+                    doc["overhead_probe"] = overhead.measure_overheads(
+                        side.specs, doc["workloads"], device, builders[side.label], progress,
+                        suite_profile(request.profile).floor_sampling,
+                    )  # fmt: skip
+            else:
+                overhead.mark_not_measured(doc["workloads"], runner.COMPILED_OVERHEAD)
             doc["phases_s"] = {"ceilings_and_workloads": round(measured_s, 3),
                                "overhead": round(time.time() - begun, 3)}  # fmt: skip
+        # last: measuring a warm compile resets dynamo, which drops both sides' compiled calls
+        for side in (base, cand):
+            if side.compiler is not None:
+                begun = time.time()
+                with side.active():
+                    runner.record_compiles(side.specs, docs[side.label]["workloads"], device,
+                                           side, progress)  # fmt: skip
+                docs[side.label]["phases_s"]["compile_warm"] = round(time.time() - begun, 3)
         for doc in docs.values():
             doc["complete"] = True
     except KeyboardInterrupt:
@@ -188,7 +210,6 @@ def ab(
             runner.mark_interrupted(doc)
     for doc in docs.values():
         doc["wall_s"] = round(time.time() - started, 3)
-    return docs[BASELINE], docs[CANDIDATE], pairing
 
 
 def _measure(pairs, sides, docs, plan, policy, device, energy, progress) -> dict:
@@ -196,7 +217,8 @@ def _measure(pairs, sides, docs, plan, policy, device, energy, progress) -> dict
     back; a pair that failed or spent its budget on either side sits out later rounds. Returns
     each side's build cache, which the overhead phase reuses."""
     total = plan.rounds * len(pairs)
-    builders = {side.label: rounds_mod.BuildCache(side.build) for side in sides}
+    builders = {side.label: rounds_mod.BuildCache(side.build, keep_all=side.compiler is not None)
+                for side in sides}  # fmt: skip
     for r, order in enumerate(plan.orders):
         one_round = rounds_mod.round_policy(policy, plan.rounds, first=r == 0)
         turn = sides if r % 2 == 0 else sides[::-1]  # ABBA over rounds: no side always first
@@ -256,8 +278,10 @@ def _measure_pair(turn, indices, docs, builders, device, policy, whole) -> dict 
         # the two sides share the window: each keeps its own share of the budget
         limit = policy.budget_s if policy.warmup_budget_s is None else policy.warmup_budget_s
         shared = replace(policy, budget_s=2 * policy.budget_s, warmup_budget_s=2 * limit)
+        frames = compiled.frames_compiled()
         with torch.inference_mode():
             results = collect_alternating(calls, [side.active for side in turn], shared)
+        recompiled = compiled.recompiled_reason(frames)
     except Exception:  # a failure is data: measured on its own, the side records it
         return None
     out = {}
@@ -272,7 +296,11 @@ def _measure_pair(turn, indices, docs, builders, device, policy, whole) -> dict 
             round_wall_s=result.wall_s / 2,  # the window was shared by the two sides
             energy=energy_absent(ALTERNATING_ENERGY),
         )
-        if result.samples_s:
+        if recompiled and side.compiler is not None:
+            # which compiling side recompiled cannot be told apart: neither keeps its samples
+            record.update(samples_s=[], warmup_samples_s=[], status=STATUS_ERROR,
+                          reason=recompiled)  # fmt: skip
+        elif result.samples_s:
             record["status"] = STATUS_OK
         else:
             record["status"] = STATUS_TIMEOUT

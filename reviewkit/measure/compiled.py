@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
@@ -31,6 +32,19 @@ def frames_compiled() -> int | None:
     return int(counters["frames"]["total"])
 
 
+def own_code(fn: Callable[[], object]) -> Callable[[], object]:
+    """`fn` over a copy of its code object. Dynamo keeps its compiled entries on the code
+    object and guards on the tensors' properties, not their identity, so two workloads built
+    from one lambda would share entries: the second (the other side of an A/A, say) would run
+    the first's compiled code, and in an A/A here it read 2% slower than the side that
+    compiled it. With its own code each workload compiles and runs its own entry, as a
+    service compiling its model once does."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__,
+                              fn.__defaults__, fn.__closure__)  # fmt: skip
+
+
 def _first_call_s(compiled: Callable[[], object]) -> float:
     """Seconds of a compiled callable's first call: the compile, and one run."""
     started = time.perf_counter()
@@ -47,6 +61,60 @@ def _counts() -> tuple[int, int]:
             int(sum(counters["graph_break"].values())))  # fmt: skip
 
 
+# The compile session's state: entered once per process however many mappings compile in it
+# (a run's one, or both sides of `ab`), so all of them share one inductor cache folder and a
+# nested entry (each measured call enters its mapping's settings) costs nothing.
+_SESSION: dict = {"depth": 0}
+
+
+@contextlib.contextmanager
+def session() -> Iterator[None]:
+    """Dynamo with one cache entry per workload and compile errors raised (a workload that
+    cannot compile fails with the reason instead of running eager), and inductor writing to a
+    folder that starts empty (so the first compile of each graph is cold); restored, and the
+    folder removed, when the outermost entry ends."""
+    import torch._dynamo.config as dynamo_config
+
+    if _SESSION["depth"]:
+        _SESSION["depth"] += 1
+        try:
+            yield
+        finally:
+            _SESSION["depth"] -= 1
+        return
+    saved = {k: getattr(dynamo_config, k) for k in (
+        "cache_size_limit", "accumulated_cache_size_limit", "suppress_errors")}  # fmt: skip
+    folder = tempfile.mkdtemp(prefix="reviewkit-inductor-")
+    env_before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    dynamo_config.cache_size_limit = CACHE_ENTRIES_PER_CODE
+    dynamo_config.accumulated_cache_size_limit = CACHE_ENTRIES_PER_CODE
+    dynamo_config.suppress_errors = False
+    _SESSION["depth"] = 1
+    try:
+        yield
+    finally:
+        _SESSION["depth"] = 0
+        for key, value in saved.items():
+            setattr(dynamo_config, key, value)
+        if env_before is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = env_before
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def recompiled_reason(frames_before: int | None) -> str:
+    """Why a workload's samples are not kept when dynamo compiled while they were taken; ""
+    when it did not."""
+    after = frames_compiled()
+    if after == frames_before:
+        return ""
+    return (f"torch.compile compiled {(after or 0) - (frames_before or 0)} frame(s) while this "
+            "workload was sampled (a recompile): its samples mix compilation or another graph "
+            "into the steady state, so none is kept")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CompileRecord:
     """One workload's compilation. `cold_s`: its first call (compile and one run) in a process
@@ -58,8 +126,11 @@ class CompileRecord:
     cold_s: float
     graphs: int
     graph_breaks: int
-    fell_back_to_eager: bool  # no graph captured: the calls ran eager
+    fell_back_to_eager: bool  # frames compiled but no graph captured: the calls ran eager
     warm_s: float | None = None
+    # no frame compiled: dynamo ran an entry compiled already for an identical workload, so
+    # `cold_s` is a cache hit, not a compile
+    reused: bool = False
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -72,41 +143,24 @@ class Compiler:
         self.mode = mode
         self.records: dict[str, CompileRecord] = {}
 
-    @contextlib.contextmanager
-    def configured(self) -> Iterator[None]:
-        """Dynamo with one cache entry per workload and compile errors raised (a workload that
-        cannot compile fails with the reason instead of running eager), and inductor writing to
-        a fresh cache folder (so the first compiles are cold); restored after."""
-        import torch._dynamo.config as dynamo_config
-
-        saved = {k: getattr(dynamo_config, k) for k in (
-            "cache_size_limit", "accumulated_cache_size_limit", "suppress_errors")}  # fmt: skip
-        folder = tempfile.mkdtemp(prefix="reviewkit-inductor-")
-        env_before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-        dynamo_config.cache_size_limit = CACHE_ENTRIES_PER_CODE
-        dynamo_config.accumulated_cache_size_limit = CACHE_ENTRIES_PER_CODE
-        dynamo_config.suppress_errors = False
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                setattr(dynamo_config, key, value)
-            if env_before is None:
-                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-            else:
-                os.environ["TORCHINDUCTOR_CACHE_DIR"] = env_before
-            shutil.rmtree(folder, ignore_errors=True)
+    def configured(self) -> contextlib.AbstractContextManager:
+        """This compiler's settings: the process's compile session (`session`)."""
+        return session()
 
     def compile(self, workload_id: str, fn: Callable[[], object]) -> Callable[[], object]:
         """`fn` compiled (static shapes), its first call made here so no sample pays for it."""
-        compiled = torch.compile(fn, mode=self.mode, dynamic=False)
+        compiled = torch.compile(own_code(fn), mode=self.mode, dynamic=False)
         graphs, breaks = _counts()
+        frames = frames_compiled() or 0
         cold_s = _first_call_s(compiled)
         graphs_after, breaks_after = _counts()
+        # dynamo keys its cache on the code object and guards on the tensors' properties, not
+        # their identity: a workload identical to one compiled before in this mode (the other
+        # side of an A/A, say) runs that entry without compiling a frame
+        reused = (frames_compiled() or 0) == frames
         self.records[workload_id] = CompileRecord(
             self.mode, cold_s, graphs_after - graphs, breaks_after - breaks,
-            fell_back_to_eager=graphs_after == graphs,
+            fell_back_to_eager=not reused and graphs_after == graphs, reused=reused,
         )  # fmt: skip
         return compiled
 
@@ -118,6 +172,7 @@ class Compiler:
             if workload_id not in self.records:
                 continue
             torch._dynamo.reset()
-            warm_s = _first_call_s(torch.compile(build(), mode=self.mode, dynamic=False))
+            warm_s = _first_call_s(torch.compile(own_code(build()), mode=self.mode,
+                                                 dynamic=False))  # fmt: skip
             self.records[workload_id] = replace(self.records[workload_id], warm_s=warm_s)
         torch._dynamo.reset()

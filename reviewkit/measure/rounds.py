@@ -143,7 +143,11 @@ class BuildCache:
     """Builds workloads for the rounds, keeping the slow-to-build ones (within a byte budget)
     so later rounds do not pay their build again; a run's cache dies with the run."""
 
-    def __init__(self, build, max_bytes: int = BUILD_CACHE_BYTES, clock=time.perf_counter):
+    def __init__(self, build, max_bytes: int = BUILD_CACHE_BYTES, clock=time.perf_counter,
+                 keep_all: bool = False):
+        # A compiled workload is kept whatever its size: built again, it would compile again
+        # (its cost paid a second time, and a second dynamo entry for one workload).
+        self._keep_all = keep_all
         self._build = build
         self._max_bytes = max_bytes
         self._clock = clock
@@ -156,7 +160,7 @@ class BuildCache:
         start = self._clock()
         fn = self._build(spec, device)
         took = self._clock() - start
-        if took >= SLOW_BUILD_S and self._bytes + spec.bytes <= self._max_bytes:
+        if self._keep_all or (took >= SLOW_BUILD_S and self._bytes + spec.bytes <= self._max_bytes):
             self._kept[spec.id] = fn
             self._bytes += spec.bytes
         return fn

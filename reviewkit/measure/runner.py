@@ -293,13 +293,9 @@ def measure_workload(
                 result = collect_samples(
                     device_timed(fn, device), policy, time.perf_counter, *hooks
                 )
-            after = compiled.frames_compiled()
-            if after != frames:
-                raise RecompiledError(
-                    f"torch.compile compiled {(after or 0) - (frames or 0)} frame(s) while "
-                    "this workload was sampled (a recompile): its samples mix compilation or "
-                    "another graph into the steady state, so none is kept"
-                )
+            recompiled = compiled.recompiled_reason(frames)
+            if recompiled:
+                raise RecompiledError(recompiled)
     except Exception as exc:  # a failure is data: record it and let the run go on
         record["status"] = failure_status(exc)
         record["reason"] = first_line(exc)
@@ -483,7 +479,7 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
     return doc
 
 
-def _record_compiles(specs, records, device, mapping, progress) -> None:
+def record_compiles(specs, records, device, mapping, progress) -> None:
     """Each compiled workload's compile record, its warm compile measured last (it resets
     dynamo, which would recompile anything sampled after it)."""
     compiler = mapping.compiler
@@ -515,7 +511,7 @@ def _measure_all(
         )  # fmt: skip
         doc["ceilings"] = obtained.ceilings()
         phases["ceilings"] = time.time() - started
-        builder = rounds_mod.BuildCache(mapping.build)
+        builder = rounds_mod.BuildCache(mapping.build, keep_all=mapping.compiler is not None)
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
                        progress, builder)  # fmt: skip
         phases["workloads"] = time.time() - started - phases["ceilings"]
@@ -529,7 +525,7 @@ def _measure_all(
         phases["overhead"] = time.time() - begun
         if mapping.compiler is not None:
             begun = time.time()
-            _record_compiles(specs, records, device, mapping, progress)
+            record_compiles(specs, records, device, mapping, progress)
             phases["compile_warm"] = time.time() - begun
         doc["complete"] = True
     except KeyboardInterrupt:

@@ -103,8 +103,8 @@ def test_cli_writes_the_bundles_and_the_pairing(tmp_path):
     assert pairing["aa"] is True and pairing["baseline"] == "baseline/run.json"
     assert load_run(out / "baseline").pairing["id"] == pairing["id"]
     refused = subprocess.run(
-        [*cmd[:4], "--candidate", "compile_mode=max-autotune", "--out", str(tmp_path / "x")],
+        [*cmd[:4], "--candidate", "interop_threads=1", "--out", str(tmp_path / "x")],
         capture_output=True, text=True,
     )  # fmt: skip
-    assert refused.returncode == 2 and "compile_mode" in refused.stderr
+    assert refused.returncode == 2 and "interop_threads" in refused.stderr
     assert not (tmp_path / "x").exists()

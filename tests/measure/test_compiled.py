@@ -45,11 +45,25 @@ def test_a_recompile_while_sampling_fails_the_workload_with_the_reason(monkeypat
     assert "compiled 1 frame(s) while this workload was sampled" in record["reason"]
 
 
-def test_a_compile_that_captures_no_graph_is_recorded_as_eager(monkeypatch):
-    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)  # a compile that captures nothing
+def test_a_compile_that_captures_no_graph_is_recorded_as_eager():
+    # dynamo compiles the frame (counted) but a list append holds no tensor op: no graph, so
+    # the calls run eager, which the record must say rather than report a compiled workload
     compiler = compiled.Compiler("default")
     calls = []
-    fn = compiler.compile("w", lambda: calls.append(1))
-    fn()
+    with compiler.configured():
+        fn = compiler.compile("w", lambda: calls.append(1))
+        fn()
     record = compiler.records["w"]
-    assert record.fell_back_to_eager and record.graphs == 0 and len(calls) == 2
+    assert record.fell_back_to_eager and record.graphs == 0 and not record.reused
+    assert len(calls) == 2
+
+
+def test_two_workloads_from_one_lambda_compile_their_own_entries():
+    compiler = compiled.Compiler("default")
+    make = lambda t: (lambda: t * 2)  # noqa: E731 - one code object, as the suite's kernels
+    with compiler.configured():
+        for name in ("a", "b"):
+            compiler.compile(name, make(torch.ones(4)))
+    # without compiled.own_code the second would run the first's entry (reused, no graph)
+    assert [compiler.records[n].graphs for n in "ab"] == [1, 1]
+    assert not any(compiler.records[n].reused for n in "ab")
