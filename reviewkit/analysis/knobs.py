@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reviewkit.bundle import knobs as knob_registry
+
 if TYPE_CHECKING:
     from reviewkit.bundle.records import Run
 
@@ -16,15 +18,17 @@ if TYPE_CHECKING:
 DERIVED_KNOBS = ("device_name",)
 DEVICE_KNOB = "device"
 DEVICE_NAME_KNOB = "device_name"
-# Every knob reviewkit's runner records (measure/runner.py `knobs`; a test holds the two
-# together): a rubric naming another is refused, since a misspelt knob would silently imply
-# nothing.
-KNOWN_KNOBS = (
-    "device", "device_name", "dtypes", "threads", "interop_threads", "compile_mode",
-    "grad_mode", "memory_format", "attention_backend", "sparsity", "quantization",
-    "float32_matmul_precision", "mkldnn_enabled", "seq_sweep", "batch_sweep",
+# Knobs a run records that are not in the registry of settings (bundle/knobs.py): the dtypes a
+# run measured (the registry's `dtype` is one side's setting), what follows the device, and the
+# fixed shape sweeps and grad mode.
+RECORDED_ONLY = (
+    "device_name", "dtypes", "grad_mode", "seq_sweep", "batch_sweep",
     "cuda_matmul_allow_tf32", "cudnn_allow_tf32", "cudnn_benchmark",
 )  # fmt: skip
+# Every knob reviewkit's runner records (measure/runner.py `knobs`; a test holds the two
+# together): the registry's and the recorded-only ones. A rubric naming another is refused,
+# since a misspelt knob would silently imply nothing.
+KNOWN_KNOBS = tuple(name for name in knob_registry.KNOBS if name != "dtype") + RECORDED_ONLY
 
 # What an environment difference means for "one knob at a time".
 KERNELS = "kernel source"  # the measured kernels come from it: the result is not the knob's alone

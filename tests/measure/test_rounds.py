@@ -74,3 +74,18 @@ def test_the_build_cache_keeps_slow_builds_within_its_budget():
     # pass the byte budget (120 > 100): both are built again.
     assert second[0] is first[0] and second[1] is not first[1] and second[2] is not first[2]
     assert built == ["slow", "fast", "big", "fast", "big"]
+
+
+def test_a_compiling_mappings_cache_keeps_every_build():
+    now = [0.0]
+    built = []
+
+    def build(spec, device):
+        built.append(spec.id)
+        now[0] += 0.001  # fast, and together over the byte budget: kept all the same
+        return object()
+
+    cache = rounds.BuildCache(build, max_bytes=100, clock=lambda: now[0], keep_all=True)
+    specs = [_Spec("a", 60), _Spec("b", 60)]
+    first = [cache(s, None) for s in specs]
+    assert [cache(s, None) for s in specs] == first and built == ["a", "b"]

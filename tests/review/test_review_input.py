@@ -247,6 +247,9 @@ def test_default_rubric_covers_the_seed():
         "tail-latency",
         "shape-coverage",
         "fallback-for-precision-or-sparsity",
+        # the seed's "declaring sparse or precision wins without fallback": a sparse or
+        # quantized mapping slower than dense where it applies
+        "sparse-or-quantized-not-slower",
         "closure",
         # the seed's "tie KPI gains to product SLA": a claim never shown meeting an SLA that
         # the load test misses

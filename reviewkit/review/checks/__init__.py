@@ -5,6 +5,7 @@ from reviewkit.review.checks import (
     claim,  # noqa: F401  (registers its checks)
     distributed,  # noqa: F401  (registers its checks)
     evidence,  # noqa: F401  (registers its checks)
+    mapping_wins,  # noqa: F401  (registers its checks)
     stack,  # noqa: F401  (registers its checks)
 )
 from reviewkit.review.checks.disproof import evaluate_disproof
