@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 COMPARE_RESAMPLES = 1000
 BASE_SEED, CAND_SEED = 0, 1  # independent resamples of the two runs, reproducible
 NOT_COMPARABLE = "not comparable"
+# Fewer samples than this on a side leave the bootstrap nothing to resample: one sample per
+# side gave a zero-width interval ([1.013, 1.013]) and an "equivalent" verdict on a 1.3 s
+# decoder whose budget allowed one call per side. Such a row is inconclusive, said why.
+MIN_SAMPLES_FOR_VERDICT = 3
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, NOT_COMPARABLE)
 
 
@@ -439,6 +443,9 @@ def compare(
                 estimator = CALL_PAIRED_ESTIMATOR
         ci = {q: intervals[q].ci for q in QUANTILES}
         verdict = three_way_verdict(ci[0.5], margin)
+        few = min(len(b.samples_s), len(c.samples_s)) < MIN_SAMPLES_FOR_VERDICT
+        if few:
+            verdict = INCONCLUSIVE
         # relative to the ratio: a 0.012 [0.008, 0.019] ratio is ±46%, not ±0.5%
         half_widths.append((ci[0.5][1] - ci[0.5][0]) / 2 / ratio[0.5])
         p99_draws = draws[0.99][1] / draws[0.99][0]
@@ -454,7 +461,10 @@ def compare(
             WorkloadComparison(
                 **common,
                 verdict=verdict,
-                reason=inconclusive_reason(ci[0.5], margin, paired)
+                reason=(f"too few samples for an interval ({len(b.samples_s)} baseline, "
+                        f"{len(c.samples_s)} candidate; at least {MIN_SAMPLES_FOR_VERDICT} a "
+                        "side): give the workload a longer budget or more rounds") if few
+                else inconclusive_reason(ci[0.5], margin, paired)
                 if verdict == INCONCLUSIVE
                 else "",
                 median_ratio=ratio[0.5],
@@ -466,7 +476,7 @@ def compare(
                 p99_ratio_ci=ci[0.99],
                 points_s={QUANTILE_NAMES[q]: points[q] for q in QUANTILES},
                 median_estimator=estimator,
-                p99_verdict=three_way_verdict(ci[0.99], margin),
+                p99_verdict=INCONCLUSIVE if few else three_way_verdict(ci[0.99], margin),
                 p99_p_value=p_values[-1][1],
                 margin=margin,
                 rounds=rounds,

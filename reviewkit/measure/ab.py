@@ -185,14 +185,12 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
         for side in (base, cand):  # each side's floors under its own settings
             begun = time.time()
             doc = docs[side.label]
-            if side.compiler is None:
-                with side.active():
-                    doc["overhead_probe"] = overhead.measure_overheads(
-                        side.specs, doc["workloads"], device, builders[side.label], progress,
-                        suite_profile(request.profile).floor_sampling,
-                    )  # fmt: skip
-            else:
-                overhead.mark_not_measured(doc["workloads"], runner.COMPILED_OVERHEAD)
+            with side.active():
+                doc["overhead_probe"] = overhead.measure_overheads(
+                    side.specs, doc["workloads"], device, builders[side.label], progress,
+                    suite_profile(request.profile).floor_sampling,
+                    side.eager_build if side.compiler is not None else None,
+                )  # fmt: skip
             doc["phases_s"] = {"ceilings_and_workloads": round(measured_s, 3),
                                "overhead": round(time.time() - begun, 3)}  # fmt: skip
         # last: measuring a warm compile resets dynamo, which drops both sides' compiled calls

@@ -50,14 +50,25 @@ Progress = Callable[[str, int, int], None]
 OpNames = Callable[[Callable[[], object]], collections.Counter]
 
 
+# What the profiler names one call of an inductor-compiled graph ("## Call CompiledFxGraph
+# <hash> ##"): its fused kernels are not aten ops, so a compiled call's op names are the aten
+# ops it still dispatches (extern GEMMs) and how many compiled graphs it runs.
+COMPILED_GRAPH_EVENT = "## Call CompiledFxGraph"
+COMPILED_GRAPH = "compiled graph"
+
+
 def profiled_op_names(fn: Callable[[], object]) -> collections.Counter:
-    """The aten op names one call dispatches, from torch.profiler (metadata ops left out)."""
+    """The aten op names one call dispatches, from torch.profiler (metadata ops left out), and
+    the compiled graphs it runs."""
     from torch.profiler import ProfilerActivity, profile
 
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
         fn()
     return collections.Counter(
-        e.name for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
+        COMPILED_GRAPH if e.name.startswith(COMPILED_GRAPH_EVENT) else e.name
+        for e in prof.events()
+        if (e.name.startswith("aten::") and e.name not in METADATA_OPS)
+        or e.name.startswith(COMPILED_GRAPH_EVENT)
     )
 
 
@@ -278,6 +289,14 @@ def mark_not_measured(records: list[dict], reason: str) -> None:
         record["overhead"] = _absent(reason)
 
 
+# Why a compiled workload on a GPU carries no measured overhead.
+COMPILED_ON_GPU = (
+    "not measured for a compiled workload on a GPU: the overhead is measured there by replaying "
+    "the call from a CUDA graph, and capturing inductor's compiled call is its own "
+    "reduce-overhead mode's business"
+)
+
+
 def measure_overheads(
     specs: Sequence[WorkloadSpec],
     records: list[dict],
@@ -285,9 +304,18 @@ def measure_overheads(
     build: Callable[[WorkloadSpec, torch.device], Callable[[], object]],
     progress: Progress,
     policy: SamplingPolicy = FLOOR_POLICY,
+    eager_build: Callable[[WorkloadSpec, torch.device], Callable[[], object]] | None = None,
 ) -> dict:
     """Fill each measured workload's `overhead` and `op_profile` records, in place; return the
-    run's `overhead_probe` (the per-op floor)."""
+    run's `overhead_probe` (the per-op floor).
+
+    With `eager_build`, `build` compiles (a compile_mode): the floor and its double are compiled
+    like the workload, the op names are compared under inference mode (as sampled: another grad
+    mode would fail dynamo's guards and recompile), and the ops per call are counted on the
+    eager call, since a dispatch mode around the compiled one would recompile it too."""
+    if eager_build is not None and device.type == "cuda":
+        mark_not_measured(records, COMPILED_ON_GPU)
+        return per_op_floor_s(device, policy)
     threads = torch.get_num_threads()
     for i, (spec, record) in enumerate(zip(specs, records, strict=True)):
         progress(f"overhead: {spec.id}", i, len(specs))
@@ -298,9 +326,15 @@ def measure_overheads(
         samples = sorted(record["samples_s"])
         call_s = samples[len(samples) // 2]
         try:
-            record["overhead"], record["op_profile"] = _measure_one(
-                spec, build(spec, device), call_s, device, threads, build, policy
-            )
+            if eager_build is None:
+                record["overhead"], record["op_profile"] = _measure_one(
+                    spec, build(spec, device), call_s, device, threads, build, policy
+                )
+            else:
+                record["overhead"], record["op_profile"] = _measure_compiled(
+                    spec, build(spec, device), eager_build(spec, device), device, threads, build,
+                    policy,
+                )  # fmt: skip
         except Exception as exc:  # a failure is data: the workload keeps its measurement
             record["overhead"] = _absent(f"the overhead measurement failed: {first_line(exc)}")
     progress("overhead: per-op floor", len(specs), len(specs))
@@ -326,3 +360,28 @@ def _measure_one(spec, fn, call_s, device, threads, build, policy) -> tuple[dict
         fn, device, replay, (lambda f=floor: build(f.spec, device)) if floor else None
     )
     return record, op_profile(fn)
+
+
+def _measure_compiled(spec, fn, eager_fn, device, threads, build, policy) -> tuple[dict, dict]:
+    """(overhead record, op_profile) of one compiled workload on a CPU: its compiled floor and
+    double timed like an eager workload's; the record says what the names can and cannot see."""
+    from reviewkit.measure import compiled
+
+    ops = op_profile(eager_fn)
+    ops["method"] += "; counted on the eager call: the compiled call fuses some of these ops"
+    frames = compiled.frames_compiled()
+    with torch.inference_mode():
+        names = profiled_op_names(fn)
+    if compiled.recompiled_reason(frames):
+        return _absent("dynamo compiled the workload again under the profiler: its floor "
+                       "check would compare another graph"), ops  # fmt: skip
+    record = cpu_floor_record(spec, fn, device, threads, build, policy=policy,
+                              profiled=(names, 0))  # fmt: skip
+    if record["available"]:
+        record["reason"] += (
+            "; compiled: floor and double compiled in the workload's mode, and the names "
+            "compared are the aten ops the compiled calls still dispatch and how many compiled "
+            "graphs they run (inductor's fused kernels are not profiler ops)"
+        )
+        record.pop("minor_faults_per_call", None)  # the workload's was not counted apart here
+    return record, ops

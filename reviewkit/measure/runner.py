@@ -95,14 +95,6 @@ def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
 # --- the suite -----------------------------------------------------------------------------------
 
 
-# Why a compiled run's workloads carry no measured overhead (issue 32 measures it another way).
-COMPILED_OVERHEAD = (
-    "not measured for a compiled workload: the floor call's check profiles the call, and under "
-    "the profiler dynamo traces the compiled function again, so the op names compared would be "
-    "the tracer's, not the compiled kernels'; the class reads unattributed rather than guess"
-)
-
-
 class RecompiledError(RuntimeError):
     """torch.compile compiled again while a workload was sampled."""
 
@@ -516,12 +508,10 @@ def _measure_all(
                        progress, builder)  # fmt: skip
         phases["workloads"] = time.time() - started - phases["ceilings"]
         begun = time.time()
-        if mapping.compiler is None:
-            doc["overhead_probe"] = overhead.measure_overheads(
-                specs, records, device, builder, progress, profile.floor_sampling
-            )
-        else:
-            overhead.mark_not_measured(records, COMPILED_OVERHEAD)
+        doc["overhead_probe"] = overhead.measure_overheads(
+            specs, records, device, builder, progress, profile.floor_sampling,
+            mapping.eager_build if mapping.compiler is not None else None,
+        )  # fmt: skip
         phases["overhead"] = time.time() - begun
         if mapping.compiler is not None:
             begun = time.time()

@@ -178,3 +178,15 @@ def test_the_noise_floor_is_the_intervals_half_width_relative_to_its_ratio():
     lo, hi = w.median_ratio_ci
     assert comp.noise_floor == pytest.approx((hi - lo) / 2 / w.median_ratio)
     assert comp.noise_floor > 0.03  # 20% noise on 40 samples each: several percent, not 0.1%
+
+
+def test_one_sample_a_side_is_inconclusive_however_far_apart(tmp_path):
+    # one call per side (a budget that allowed no more): the bootstrap has nothing to resample,
+    # so its interval has no width; 5.0 vs 5.2 ms must not read "equivalent" (or "slower")
+    name = "gemm.toy-ffn-up.b1s128"
+    base = analyse_run(load_run(make_run(tmp_path / "a", samples_for={name: [5.0e-3]})))
+    cand = analyse_run(load_run(make_run(tmp_path / "b", samples_for={name: [5.2e-3]})))
+    row = next(w for w in compare(base, cand).workloads if w.key.startswith(name))
+    assert row.verdict == "inconclusive" and row.p99_verdict == "inconclusive"
+    assert "too few samples for an interval (1 baseline, 1 candidate" in row.reason
+    assert abs(row.median_ratio - 1.04) < 1e-9  # the point estimate stays: 5.2 / 5.0

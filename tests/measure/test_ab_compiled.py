@@ -27,15 +27,15 @@ def test_compile_on_both_sides_is_an_aa_compiled_once_per_side():
         c = w["compile"]
         assert c["mode"] == "default" and not c["fell_back_to_eager"]
         assert c["warm_s"] > 0 and doc["phases_s"]["compile_warm"] > 0
-        assert w["overhead"]["method"] == "not-measured"
+        assert w["overhead"]["method"] == "floor-call", w["overhead"]["reason"]
     # each side compiles its own entry (compiled.own_code): sharing one, the candidate ran the
     # baseline's compiled code and read 2% slower in this very A/A (CI 1.012-1.031, four runs)
     for doc in (base, cand):
         c = doc["workloads"][0]["compile"]
         assert c["graphs"] >= 1 and not c["reused"]
-    # one compile per side for the three rounds (kept across them), then one warm compile per
-    # side after a reset
-    assert (compiled.frames_compiled() or 0) - frames_before == 2 + 2
+    # one compile per side for the three rounds (kept across them), two for its floor and the
+    # floor's double, then one warm compile per side after a reset
+    assert (compiled.frames_compiled() or 0) - frames_before == 2 * (1 + 2 + 1)
     comp = compare(analyse_run(Run.from_json(base)), analyse_run(Run.from_json(cand)))
     (row,) = comp.workloads
     # one mapping against itself, with no practical margin (statistics only): no direction
@@ -51,7 +51,9 @@ def test_eager_against_compiled_records_the_compile_on_the_compiled_side_only():
     base, cand, _ = ab.ab(request)
     (b,), (c,) = base["workloads"], cand["workloads"]
     assert "compile" not in b and c["compile"]["cold_s"] > 0
-    assert b["overhead"]["method"] != "not-measured"  # the eager side's floors are measured
+    assert b["overhead"]["method"] == c["overhead"]["method"] == "floor-call"
+    assert "compiled graph" in c["overhead"]["ops"]["floor"]
+    assert "compiled graph" not in b["overhead"]["ops"]["floor"]
     assert base["knobs"]["compile_mode"] == "eager" and cand["knobs"]["compile_mode"] == "default"
     comp = compare(analyse_run(Run.from_json(base)), analyse_run(Run.from_json(cand)))
     assert [k.knob for k in comp.knob_changes] == ["compile_mode"]

@@ -28,8 +28,14 @@ def test_a_compiled_run_records_its_compile_apart_from_its_samples():
     assert c["cold_s"] > 10 * max(w["samples_s"]) and c["warm_s"] > 0
     assert "--knob 'compile_mode=default'" in w["reproduce"]
     assert doc["phases_s"]["compile_warm"] > 0
-    # the floor call's profiler check would see dynamo's tracing, not the compiled kernels
-    assert w["overhead"]["method"] == "not-measured" and "dynamo traces" in w["overhead"]["reason"]
+    # the overhead measured on compiled floor calls whose compiled calls dispatch what the
+    # workload's does: one compiled graph each (a layer norm fuses into one inductor kernel)
+    o = w["overhead"]
+    assert o["available"] and o["method"] == "floor-call", o["reason"]
+    assert o["ops"]["match"] and o["ops"]["workload"] == o["ops"]["floor"]
+    assert o["ops"]["workload"].get("compiled graph") == 1
+    assert "compiled: floor and double compiled" in o["reason"]
+    assert "counted on the eager call" in w["op_profile"]["method"]
     assert torch._dynamo.config.cache_size_limit == limit  # restored after the run
 
 
