@@ -152,11 +152,14 @@ def check_archive(path: Path) -> None:
                         raise _refuse(path, f"{entry} is refused by the weights-only unpickler "
                                       f"({why}); torch.export.load would retry it with full "
                                       "pickle")  # fmt: skip
-            graph = json.loads(archive.read(entries[f"models/{PROGRAM_NAME}.json"]))
+            # torch.export.load deserializes every program in models/, not only the one it
+            # returns: each one's shape expressions are read
+            graphs = [json.loads(archive.read(name)) for entry, name in entries.items()
+                      if entry.startswith("models/")]  # fmt: skip
         except (ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
             raise _refuse(path, f"a damaged archive ({type(exc).__name__}: {str(exc)[:80]}); "
                           "save it again with torch.export.save") from None  # fmt: skip
-        for expr in _expressions(graph):
+        for expr in (e for graph in graphs for e in _expressions(graph)):
             if not _safe_expr(expr):
                 raise _refuse(path, f"a shape expression is not sympy arithmetic over size "
                               f"symbols ({expr[:60]!r}); torch.export.load would eval it")
