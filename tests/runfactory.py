@@ -132,15 +132,29 @@ def make_run(
     return folder
 
 
-def quality_doc(rel_error: float = 3e-3, top1: float = 1.0, kl: float = 1e-6) -> dict:
-    """A `reviewkit quality` result for bf16 (rel. error near bf16's 2^-9 unit roundoff)."""
-    return {"kind": "reviewkit.quality", "schema_version": 1, "reference": "fp64", "results": [
+def quality_doc(rel_error: float = 3e-3, top1: float = 1.0, kl: float = 1e-6,
+                source: str = "model") -> dict:  # fmt: skip
+    """A `reviewkit quality` result (schema 2) for bf16 (rel. error near bf16's unit roundoff
+    2^-8): a suite GEMM, and a model row from the team's exported program (`source` "model",
+    as `quality --model` writes it) or the suite's random-weight decoder ("suite")."""
+    return {"kind": "reviewkit.quality", "schema_version": 2, "reference": "fp64", "results": [
         {"id": "gemm.toy-ffn-up.b1s128", "layer_type": "gemm", "dtype": "bf16", "status": "ok",
+         "mapping": {"dtype": "bf16"}, "source": "suite",
          "rel_error": rel_error, "max_abs_error": 0.01},
         {"id": "model.toy-decoder.b1s256", "layer_type": "model", "dtype": "bf16", "status": "ok",
+         "mapping": {"dtype": "bf16"}, "source": source,
          "rel_error": rel_error, "max_abs_error": 0.02, "top1_agreement": top1,
          "kl_divergence": kl},
     ]}  # fmt: skip
+
+
+def quality_doc_v1(rel_error: float = 3e-3, top1: float = 1.0, kl: float = 1e-6) -> dict:
+    """The same result as schema 1 wrote it: no mapping, no source (the model row was always
+    the suite's random-weight decoder)."""
+    doc = quality_doc(rel_error, top1, kl)
+    for row in doc["results"]:
+        del row["mapping"], row["source"]
+    return {**doc, "schema_version": 1}
 
 
 def complete_review() -> dict:

@@ -435,19 +435,23 @@ def print_check(report, console: Console) -> None:
 
 
 def quality_table(doc: dict, out) -> Table:
-    """`reviewkit quality`'s table: relative error (and the model's top-1 and KL) per row."""
-    table = DataTable(title=f"Relative error against float64 ({out})", title_justify="left")
-    for col in ("workload", "dtype", "status", "rel. error", "max abs error", "top-1", "KL"):
+    """`reviewkit quality`'s table: relative error (and a model's top-1 and KL) per workload and
+    mapping; the suite decoder's top-1 and KL are marked a smoke check (random weights)."""
+    title = f"Relative error against {doc['reference']}: {doc.get('source', '')} ({out})"
+    table = DataTable(title=title, title_justify="left")
+    for col in ("workload", "mapping", "status", "rel. error", "max abs error", "top-1", "KL"):
         table.add_column(col)
     for r in doc["results"]:
+        mapping = ",".join(f"{k}={v}" for k, v in r.get("mapping", {}).items()) or "as exported"
+        smoke = " (smoke)" if r.get("smoke_check") else ""
         table.add_row(
             r["id"],
-            r["dtype"],
+            f"{mapping} [{r['dtype']}]",
             r["status"],
-            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:40],
+            f"{r['rel_error']:.2e}" if "rel_error" in r else r.get("reason", "")[:60],
             f"{r['max_abs_error']:.2e}" if "max_abs_error" in r else "",
-            f"{r['top1_agreement']:.3f}" if "top1_agreement" in r else "",
-            f"{r['kl_divergence']:.2e}" if "kl_divergence" in r else "",
+            f"{r['top1_agreement']:.3f}{smoke}" if "top1_agreement" in r else "",
+            f"{r['kl_divergence']:.2e}{smoke}" if "kl_divergence" in r else "",
         )
     return table
 

@@ -104,7 +104,7 @@ def _measure_evidence(
     """Quality drift, a latency-throughput sweep and a short soak of the bf16 candidate."""
     from reviewkit.bundle.run import write_json_atomic
     from reviewkit.evidence import loadgen
-    from reviewkit.measure.quality import measure_quality
+    from reviewkit.measure.quality import measure_quality, quality_mappings
     from reviewkit.measure.soak import run_soak
     from reviewkit.measure.sweep import run_sweep
     from reviewkit.suite.workloads import default_model
@@ -113,7 +113,7 @@ def _measure_evidence(
     rules = loadgen.Validity(DEMO_SWEEP_MIN_S, DEMO_SWEEP_QUERIES, DEMO_SWEEP_LEVEL_BUDGET_S)
     steps = [
         ("quality", "checking bf16 against a float64 reference ...",
-         lambda: measure_quality(profile, device, ("bf16",), None, on_progress),
+         lambda: measure_quality(profile, device, quality_mappings("bf16", ""), None, on_progress),
          f"reviewkit quality --profile {profile} --device {device} --dtype bf16"),
         ("sweep", f"sweeping the load on {model} ...",
          lambda: run_sweep(profile, device, "bf16", model, None, rules, on_progress),

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer
 
-from reviewkit.cli.shared import parse_dtypes, progress_bar, save_evidence, user_errors
+from reviewkit.bundle import knobs
+from reviewkit.cli.shared import progress_bar, save_evidence, user_errors
 from reviewkit.common.errors import UsageError
+from reviewkit.measure.loader_safety import INPUTS_LOADER, PROGRAM_LOADER
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 
@@ -16,23 +18,65 @@ from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 def quality(
     profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
     device: str = typer.Option("cpu", help="cpu | cuda | ..."),
-    dtype: str = typer.Option("bf16,fp16,int8", help="lower precisions to check, comma-separated"),
-    only: str | None = typer.Option(None, help="glob(s) over workload ids"),
+    dtype: str | None = typer.Option(
+        None,
+        help="lower precisions to check, comma-separated: bf16, fp16, int8 (int8 is int8 "
+        "dynamic quantization, --knob quantization=int8-dynamic); each one mapping, under "
+        "--knob's settings when given (default: bf16,fp16,int8 without --knob)",
+    ),
+    knob: str = typer.Option(
+        "",
+        "--knob",
+        help="the mapping to measure, spelt as `reviewkit run --knob` (dtype=... too; "
+        "compile_mode is refused: quality measures eager numerics); KNOB=VALUE[,KNOB=VALUE]: "
+        f"{knobs.help_text()}",
+    ),
+    only: str | None = typer.Option(None, help="glob(s) over workload ids (the suite only)"),
+    model: Path | None = typer.Option(
+        None,
+        "--model",
+        help="a team's torch.export program (.pt2) to measure instead of the suite, with "
+        f"--inputs. Loaded with {PROGRAM_LOADER}",
+    ),
+    inputs: Path | None = typer.Option(
+        None,
+        "--inputs",
+        help="--model's sample inputs: a torch.save file of a tensor, a tuple or list "
+        f"(positional) or a dict (keyword inputs). Loaded with {INPUTS_LOADER}",
+    ),
+    logits: bool | None = typer.Option(
+        None,
+        "--logits/--no-logits",
+        help="whether --model's first output is logits (top-1 and KL over its last dim); "
+        "default: yes when that output has 2+ dims and a last dim of 2 or more",
+    ),
     out: Path = typer.Option(Path("quality.json"), help="where to write the result"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
-    """Quality drift of every workload in lower precision against a float64 reference."""
+    """Quality drift of a mapping (lower precision, quantization, knobs) against a float64
+    reference: the suite's workloads, or a team's exported program."""
+    from reviewkit.measure.quality import (
+        measure_program_quality,
+        measure_quality,
+        quality_mappings,
+    )
 
-    from reviewkit.measure.quality import measure_quality
-
+    mappings = quality_mappings(dtype, knob)
+    if (model is None) != (inputs is None):
+        given, missing = ("--model", "--inputs") if model else ("--inputs", "--model")
+        raise UsageError(f"{given} without {missing}: a program is measured on its saved "
+                         "sample inputs; pass both")  # fmt: skip
+    if model is None and logits is not None:
+        raise UsageError("--logits/--no-logits: only with --model (the suite's decoder is "
+                         "the only suite workload with logits)")  # fmt: skip
+    if model is not None and only is not None:
+        raise UsageError("--only with --model: --only picks suite workloads; --model measures "
+                         "the program alone")  # fmt: skip
     with progress_bar("quality") as on_progress:
-        doc = measure_quality(
-            profile,
-            device,
-            parse_dtypes(dtype),
-            only,
-            on_progress,
-        )
+        if model is not None:
+            doc = measure_program_quality(model, inputs, device, mappings, logits, on_progress)
+        else:
+            doc = measure_quality(profile, device, mappings, only, on_progress)
     if save_evidence(doc, out, as_json):
         return
     from reviewkit.cli.console import quality_table, stdout_console

@@ -26,7 +26,7 @@ QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
 TRACE = "reviewkit.trace_summary"
 # The newest schema of each kind this version reads; a newer file is refused with a reason
 # rather than half-read, an older one would go through a migration here.
-SCHEMA_VERSIONS = {QUALITY: 1, SWEEP: 1, SOAK: 1, TRACE: 1}
+SCHEMA_VERSIONS = {QUALITY: 2, SWEEP: 1, SOAK: 1, TRACE: 1}
 # Which command writes each kind, for the reason shown when a file is not of it.
 WRITTEN_BY = {
     QUALITY: "reviewkit quality",

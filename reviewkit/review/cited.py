@@ -141,13 +141,14 @@ class CitedEvidence:
     @cached_property
     def quality_judged(self) -> tuple[JudgedQualityRow, ...]:
         """Every applicable, measured quality row of the cited files, judged against the
-        rubric's tolerance for its dtype, its top-1 minimum and its KL maximum."""
+        rubric's tolerance for its dtype, its top-1 minimum and its KL maximum (the suite
+        decoder's top-1 and KL too: the row says it is a smoke check, `from_model` False)."""
         limits, out = self.quality_limits, []
         for quality in self.quality.records:
             for r in quality.rows:
                 if not (r.applicable and r.measured):
                     continue
-                tol = limits.tolerances.get(r.dtype)
+                tol = limits.tolerances.get(r.tolerance_key) if r.tolerance_key else None
                 top1, kl = r.top1_agreement, r.kl_divergence
                 out.append(JudgedQualityRow(
                     quality.path, r,

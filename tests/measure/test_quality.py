@@ -1,4 +1,5 @@
-"""Precision quality drift: the metrics by hand, and a smoke measurement against float64."""
+"""Precision quality drift: the metrics by hand, the mappings `--dtype` and `--knob` give, and a
+smoke measurement of the suite against float64."""
 
 import json
 import math
@@ -9,7 +10,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from reviewkit.measure.quality import errors, logit_agreement, measure_quality  # noqa: E402
+from reviewkit.bundle import knobs  # noqa: E402
+from reviewkit.common.errors import UsageError  # noqa: E402
+from reviewkit.measure.quality import (  # noqa: E402
+    errors,
+    logit_agreement,
+    measure_quality,
+    precision_label,
+    quality_mappings,
+)
 
 
 def test_errors_by_hand():
@@ -50,13 +59,16 @@ def test_errors_follow_the_mantissa_width(smoke_quality):
     by = {(r["id"], r["dtype"]): r for r in smoke_quality["results"] if r["status"] == "ok"}
     for (wid, dtype), r in by.items():
         if dtype == "bf16":
-            # bf16 keeps 8 significant bits: unit roundoff 2^-9 = 1.95e-3; fp16 keeps 11
-            # (2^-12 = 2.4e-4), so fp16 must be several times closer to float64 on every workload.
+            # bf16 keeps 8 significant bits: unit roundoff 2^-8 = 3.9e-3; fp16 keeps 11
+            # (2^-11 = 4.9e-4), so fp16 must be several times closer to float64 on every workload.
             assert 1e-4 < r["rel_error"] < 1e-2, (wid, r["rel_error"])
             assert by[(wid, "fp16")]["rel_error"] < r["rel_error"] / 3, wid
     model = [r for r in smoke_quality["results"] if r["layer_type"] == "model"
              and r["status"] == "ok"]  # fmt: skip
     assert all("top1_agreement" in r and "kl_divergence" in r for r in model)
+    # the decoder's weights are random: its top-1 and KL are labelled a smoke check
+    assert all(r["smoke_check"] and r["source"] == "suite" for r in model)
+    assert not any("smoke_check" in r for r in smoke_quality["results"] if r not in model)
 
 
 def test_cli_writes_evidence_that_check_reads(tmp_path):
@@ -70,3 +82,76 @@ def test_cli_writes_evidence_that_check_reads(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "reviewkit", "quality", "--dtype", "fp8"],
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "bf16, fp16, int8" in bad.stderr
+
+
+def test_dtype_and_knob_give_the_mappings():
+    # --dtype as it was: one mapping per dtype, int8 meaning int8 dynamic quantization
+    assert quality_mappings(None, "") == [{"dtype": "bf16"}, {"dtype": "fp16"},
+                                          {"quantization": "int8-dynamic"}]  # fmt: skip
+    assert quality_mappings(None, "quantization=int8-dynamic") == [
+        {"quantization": "int8-dynamic"}
+    ]
+    assert quality_mappings("bf16,fp16", "threads=1") == [{"dtype": "bf16", "threads": 1},
+                                                          {"dtype": "fp16", "threads": 1}]
+    assert quality_mappings(None, "compile_mode=eager,dtype=bf16") == [{"dtype": "bf16"}]
+    for dtype, knob, needle in [
+        ("int8", "quantization=int8-dynamic", "both set quantization"),
+        ("bf16", "dtype=fp16", "both set dtype"),
+        (None, "compile_mode=default", "eager mode"),
+        (None, "sparsity=dense", "cannot be set here"),
+        ("fp8", "", "choose from bf16, fp16, int8"),
+    ]:
+        with pytest.raises(UsageError, match=needle):
+            quality_mappings(dtype, knob)
+
+
+def test_precision_label_is_the_narrowest_format_computed_in():
+    assert precision_label({"dtype": "bf16"}) == "bf16"
+    assert precision_label({"quantization": "int8-dynamic"}) == "int8"
+    assert precision_label({"float32_matmul_precision": "medium"}) == "bf16"
+    assert precision_label({"float32_matmul_precision": "high"}) == "tf32"
+    assert precision_label({"dtype": "fp16", "float32_matmul_precision": "medium"}) == "fp16"
+    assert precision_label({"threads": 1}) == "fp32"
+
+
+def test_knob_rows_record_their_mapping_and_the_registrys_reasons():
+    from reviewkit.suite import workloads as suite
+
+    mappings = quality_mappings(None, "quantization=int8-dynamic") + quality_mappings(
+        None, "float32_matmul_precision=medium"
+    )
+    only = "gemm.*,norm.*,block.*"
+    doc = measure_quality("smoke", mappings=mappings, only=only)
+    rows = doc["results"]
+    assert doc["mappings"] == mappings and {r["source"] for r in rows} == {"suite"}
+    specs = suite.plan_specs("smoke", ("fp32",), only)
+    kernels = {s.id.removesuffix(".fp32"): s.kernel for s in specs}
+    assert len(rows) == 2 * len(kernels)
+    not_applicable = [r for r in rows if r["status"] == "not applicable"]
+    assert not_applicable
+    for r in not_applicable:
+        why = knobs.not_applicable(r["mapping"], kernels[r["id"]], "fp32", "cpu")
+        assert why and r["reason"] == "; ".join(f"{k}: {v}" for k, v in why.items())
+    quantised = [r for r in rows if r["mapping"] == {"quantization": "int8-dynamic"}
+                 and r["status"] == "ok"]  # fmt: skip
+    assert {r["layer_type"] for r in quantised} == {"block"}
+    assert all(r["dtype"] == "int8" for r in quantised)
+    # int8 weights keep ~7 bits per tensor scale: error above bf16's, under the 5e-2 tolerance
+    assert all(1e-3 < r["rel_error"] < 5e-2 for r in quantised)
+    norms = [r for r in rows if r["layer_type"] == "norm"
+             and r["mapping"] == {"float32_matmul_precision": "medium"}]  # fmt: skip
+    assert norms and all(r["status"] == "not applicable" and "does no matmul" in r["reason"]
+                         for r in norms)  # fmt: skip
+
+
+def test_cli_knob_writes_rows_with_their_mapping(tmp_path):
+    out = tmp_path / "quality.json"
+    r = subprocess.run([sys.executable, "-m", "reviewkit", "quality", "--profile", "smoke",
+                        "--only", "block.*mlp*", "--knob", "quantization=int8-dynamic",
+                        "--out", str(out)], capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == 2
+    assert [(row["mapping"], row["dtype"], row["status"]) for row in doc["results"]] == [
+        ({"quantization": "int8-dynamic"}, "int8", "ok")
+    ]

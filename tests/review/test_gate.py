@@ -144,7 +144,7 @@ def test_quality_evidence_without_the_candidate_dtype_fails(tmp_path):
     path = write_review(tmp_path, complete_review())
     doc = quality_doc()
     for row in doc["results"]:
-        row["dtype"] = "fp16"
+        row["dtype"], row["mapping"] = "fp16", {"dtype": "fp16"}
     (tmp_path / "evidence" / "quality.json").write_text(json.dumps(doc))
     report = run_check(path)
     finding = next(f for f in report.findings if f.item.id == "precision-quality")

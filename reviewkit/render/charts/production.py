@@ -83,7 +83,8 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
         reasons = "; ".join(map(str, lv.get("invalid_reasons") or [])) or "valid"
         for name in ("p50", "p99"):
             value = lv.get(f"{name}_s")
-            if not is_positive(value):
+            # in milliseconds a huge finite number of seconds can overflow to inf
+            if not (is_positive(value) and is_positive(float(value) * MILLI)):
                 continue
             rows.append(
                 {
@@ -99,6 +100,7 @@ def _sweep_panel(p: dict) -> alt.LayerChart:
             )
     rows.sort(key=lambda r: (r["percentile"], r["achieved_rate_per_s"]))
     sla_ms = float(p["sla_p99_s"]) * MILLI if is_positive(p.get("sla_p99_s")) else None
+    sla_ms = sla_ms if is_positive(sla_ms) else None
     offline = float(p["offline_rate_per_s"]) if is_positive(p.get("offline_rate_per_s")) else None
     knee = p.get("knee") or {}
     ys = [r["latency_ms"] for r in rows] + ([sla_ms] if sla_ms else [])

@@ -58,7 +58,10 @@ def quality_input(report: Report) -> tuple[list[dict], dict[str, float], list[st
             above = f" (ABOVE the rubric's {max_kl:g})" if j.kl_above else ""
             parts.append(f"KL {fmt.num(kl, 2)} nats{above}")
         if parts:
-            notes.append(f"{j.row.workload_id} {j.row.dtype}: {', '.join(parts)}")
+            # the suite decoder's weights are random: its figures are a smoke check that the
+            # gate does not count, a team's exported model's (quality --model) are evidence
+            smoke = "" if j.row.from_model else " (smoke check: the suite's random weights)"
+            notes.append(f"{j.row.workload_id} {j.row.dtype}{smoke}: {', '.join(parts)}")
     if not limits.has_item:
         notes.append(f"the rubric has no `{PRECISION_CHECK}` item: no tolerances drawn")
     return rows, tolerances, notes
