@@ -20,20 +20,13 @@ FP8_MAX = 448.0  # float8_e4m3fn's largest finite value: a per-tensor scale maps
 INT8_MAX = 127  # symmetric int8 (-127..127): zero stays exactly zero, no zero point
 # A scale is never zero: an all-zero row or activation would otherwise divide 0 by 0.
 SMALLEST_SCALE = 1e-12
-# Pairs of weight matrices nn.MultiheadAttention multiplies by itself: its packed q/k/v
+# The weight matrices each nn.MultiheadAttention multiplies by itself: its packed q/k/v
 # in-projection and its out-projection, read as tensors by F.multi_head_attention_forward (or
 # the fused kernel), never through an nn.Linear's forward, so a mapped module there would not run.
 MHA_MATRICES = 2
 MHA_NOT_MAPPED = (
     "nn.MultiheadAttention multiplies by its in-projection and out-projection weights itself "
     "(never through nn.Linear.forward): they stay dense"
-)
-# TransformerEncoderLayer's fused path (torch._transformer_encoder_layer_fwd) reads
-# linear1.weight and linear2.weight itself, so a mapped FFN would never run in it. A layer
-# whose linears are mapped is taken off that path; its attention keeps its own fused kernel.
-FUSED_LAYER_OFF = (
-    "a TransformerEncoderLayer whose FFN linears are mapped runs torch's unfused layer path "
-    "(its fused one reads the dense weights directly); its attention keeps MHA's fused kernel"
 )
 # Warnings torch gives for what a mapping uses on purpose: a run's log is no place for them.
 SILENCED = (
@@ -222,7 +215,7 @@ class WeightsRecord:
     # dense FLOPs of the mapped linears' matmuls per call (2 x tokens x entries)
     mapped_flops: float
     density: float | None  # nonzero share of the mapped weights as stored (sparsity only)
-    fused_layers_off: int  # encoder layers taken off torch's fused path (FUSED_LAYER_OFF)
+    fused_layers_off: int  # encoder layers taken off torch's fused path (map_weights: why)
     emulated: str  # why the GEMM's time is an emulation's ("" when the device runs it)
 
     def to_json(self) -> dict:
@@ -246,6 +239,13 @@ KERNEL_WORDS = {
     "scales, the activations' dtype)",
     knobs.FP8: "torch._scaled_mm (e4m3 weights and activations, per-tensor scales)",
 }
+
+
+def _kernel_words(sparsity: str, quantization: str) -> str:
+    if sparsity == knobs.DENSE:
+        return KERNEL_WORDS[quantization]
+    return KERNEL_WORDS[knobs.SEMI_STRUCTURED if sparsity == knobs.SEMI_STRUCTURED
+                        else "unstructured"]  # fmt: skip
 
 
 def _replace(root: nn.Module, name: str, new: nn.Module) -> nn.Module:
@@ -292,9 +292,12 @@ def map_weights(
             module = _replace(module, name, mapped)
     fused_off = 0
     for layer in module.modules():
+        # TransformerEncoderLayer's fused path (torch._transformer_encoder_layer_fwd) reads
+        # linear1.weight and linear2.weight itself, so a mapped FFN would never run in it. torch
+        # reads this flag only to choose (and configure) that path: 0 declines it, and the
+        # layer's attention keeps MHA's own fused kernel (MHA checks its own conditions).
         if (isinstance(layer, nn.TransformerEncoderLayer) and layer.activation_relu_or_gelu
                 and not isinstance(layer.linear1, nn.Linear)):  # fmt: skip
-            # torch reads this flag only to choose (and configure) the fused path: 0 declines it
             layer.activation_relu_or_gelu = 0
             fused_off += 1
     on = first.device.type
@@ -302,8 +305,7 @@ def map_weights(
         sparsity=sparsity,
         quantization=quantization,
         compute_dtype=knobs.QUANTIZED_COMPUTE.get(quantization, dtype),
-        kernel=KERNEL_WORDS[sparsity if sparsity == knobs.SEMI_STRUCTURED else "unstructured"]
-        if sparsity != knobs.DENSE else KERNEL_WORDS[quantization],
+        kernel=_kernel_words(sparsity, quantization),
         linears_mapped=len(chosen),
         linears_not_mapped=MHA_MATRICES * len(attention),
         not_mapped_reason=MHA_NOT_MAPPED if attention else "",

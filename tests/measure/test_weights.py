@@ -260,7 +260,7 @@ def test_run_with_int8_dynamic_end_to_end_divides_by_a_calibrated_int8_ceiling(t
     assert int8["peak"] and "torch._int_mm" in int8["measured_method"]
     (w,) = json.loads(r.stdout)["workloads"]
     (recorded,) = doc["workloads"]
-    assert recorded["weights"]["compute_dtype"] == "int8"
+    assert recorded["weights"]["compute_dtype"] == "int8" and w["weights"] == recorded["weights"]
     # MFU = FLOPs / median / the int8 peak, worked out from the bundle's own numbers
     median = sorted(recorded["samples_s"])[len(recorded["samples_s"]) // 2]
     assert w["mfu"] == pytest.approx(recorded["flops"] / median / int8["peak"], rel=0.05)
