@@ -58,8 +58,8 @@ def workload_line(w: AnalysedWorkload, ceilings: Mapping[str, Any]) -> str:
         parts.append(f"density {w.density:.3f}")
         rate = kernel_rate(w)
         if rate is not None:
-            parts.append(f"the kernel's own rate {_rate(rate, w.compute_dtype)} (dense FLOPs of "
-                         "its mapped linears x density, over the median time)")  # fmt: skip
+            parts.append(f"the kernel's own rate {_rate(rate, w.compute_dtype)} (its FLOPs with "
+                         "the mapped linears' at their density, over the median time)")  # fmt: skip
     parts.append(f"{m.get('linears_mapped')} linear(s) mapped")
     if m.get("linears_not_mapped"):
         parts.append(f"{m['linears_not_mapped']} left dense ({m.get('not_mapped_reason')})")
