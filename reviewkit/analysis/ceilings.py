@@ -20,18 +20,20 @@ SET_THE_CEILING = "set-the-ceiling"
 def best_rates(
     workloads: Iterable[Workload], p50_of: Callable[[Workload], float | None]
 ) -> dict[str, tuple[float, str]]:
-    """The best median FLOP rate per dtype, and the workload that sustained it. `p50_of(w)` is
-    the workload's median time in seconds (None when it has none)."""
+    """The best median FLOP rate per dtype (the dtype a workload's GEMMs multiply in), and the
+    workload that sustained it. `p50_of(w)` is the workload's median time in seconds (None when
+    it has none). A sparse workload's dense FLOPs are more arithmetic than it does, so its rate
+    raises no ceiling."""
     best: dict[str, tuple[float, str]] = {}
     for w in workloads:
-        if w.status != STATUS_OK or not w.flops or w.wire_bytes:
+        if w.status != STATUS_OK or not w.flops or w.wire_bytes or w.density is not None:
             continue
         p50 = p50_of(w)
         if not p50 or p50 <= 0:
             continue
         rate = w.flops / p50
-        if rate > best.get(w.dtype, (0.0, ""))[0]:
-            best[w.dtype] = (rate, w.id)
+        if rate > best.get(w.compute_dtype, (0.0, ""))[0]:
+            best[w.compute_dtype] = (rate, w.id)
     return best
 
 

@@ -20,7 +20,7 @@ def on_baseline_ceilings(
     from reviewkit.analysis import overhead as overhead_mod
 
     ceilings = ceilings or {}
-    peak = ((ceilings.get("compute") or {}).get(c.dtype) or {}).get("peak")
+    peak = ((ceilings.get("compute") or {}).get(c.compute_dtype) or {}).get("peak")
     _, bw = memory_level(ceilings, c.bytes)
     st = c.stats
     if not peak or not bw or not st or c.wire_bytes:

@@ -421,8 +421,8 @@ def per_op_terms(w: Workload, ceilings_doc: Mapping[str, Any]) -> PerOpRoof | No
         return None
     terms = []
     for op in ops:
-        peak, bw, _ = _peaks(ceilings_doc, op.get("dtype") or w.dtype, op["bytes"])
-        peak = peak or _peaks(ceilings_doc, w.dtype, op["bytes"])[0]
+        peak, bw, _ = _peaks(ceilings_doc, op.get("dtype") or w.compute_dtype, op["bytes"])
+        peak = peak or _peaks(ceilings_doc, w.compute_dtype, op["bytes"])[0]
         if not peak or not bw:
             return None
         terms.append((op["flops"] / peak, op["bytes"] / bw, op["calls"]))
@@ -480,7 +480,9 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
             analysed.append(AnalysedWorkload(**base))
             continue
         base["energy"] = refreshed_energy(w)
-        peak, bw, level = _peaks(ceilings_doc, w.dtype, w.bytes)
+        # the peak of the dtype its GEMMs multiply in (a quantization's int8 or fp8); the FLOPs
+        # stay the dense definition's, so a sparse workload's MFU is on dense FLOPs
+        peak, bw, level = _peaks(ceilings_doc, w.compute_dtype, w.bytes)
         if not peak or not bw:
             analysed.append(AnalysedWorkload(**base, stats=st, flags=("no-ceiling",)))
             continue

@@ -18,23 +18,37 @@ ATTENTION_BACKENDS = {
     "cudnn": "CUDNN_ATTENTION",
 }
 MEMORY_FORMATS = ("contiguous", "channels_last")
-QUANTIZATIONS = ("none", "int8-dynamic")
+# How a workload's weight matrices are stored and multiplied (measure/weights.py maps them).
+# unstructured-N: N percent of each weight row's entries (the smallest in magnitude) zeroed and
+# the matrix stored CSR; 2:4: two of every four consecutive weights zeroed, stored semi-structured.
+DENSE, SEMI_STRUCTURED = "dense", "2:4"
+UNSTRUCTURED_PERCENTS = (50, 75, 90)
+SPARSITIES = (DENSE, SEMI_STRUCTURED, *(f"unstructured-{p}" for p in UNSTRUCTURED_PERCENTS))
+NO_QUANTIZATION, INT8_DYNAMIC, INT8_WEIGHT_ONLY, FP8 = (
+    "none", "int8-dynamic", "int8-weight-only", "fp8")  # fmt: skip
+QUANTIZATIONS = (NO_QUANTIZATION, INT8_DYNAMIC, INT8_WEIGHT_ONLY, FP8)
+# The GEMM a quantization multiplies in, when not the activations' dtype: its MFU divides by
+# that dtype's ceiling (int8-weight-only widens its int8 weights to the activations' dtype).
+QUANTIZED_COMPUTE = {INT8_DYNAMIC: "int8", FP8: "fp8"}
 BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
 
 # Suite kernels by what they hold (suite/kernels.py builds them).
 MODULE_KERNELS = ("mlp_block", "encoder_layer", "gpt_decoder")  # nn.Modules with nn.Linear
 ATTENTION_KERNELS = ("sdpa", "encoder_layer", "gpt_decoder")  # attention through SDPA
 MATMUL_KERNELS = ("linear", "bmm", "sdpa", "conv2d", *MODULE_KERNELS)
+# The kernels holding a weight matrix: `linear` multiplies by one, the modules' nn.Linear do.
+WEIGHT_KERNELS = ("linear", *MODULE_KERNELS)
 
-# (kernel, dtype, device type) -> "" when the knob changes how the workload runs, else why not.
-Applies = Callable[[str, str, str], str]
+# (kernel, dtype, device type, the knob's value) -> "" when the knob changes how the workload
+# runs, else why not.
+Applies = Callable[[str, str, str, object], str]
 
 
-def _everywhere(kernel: str, dtype: str, device_type: str) -> str:
+def _everywhere(kernel: str, dtype: str, device_type: str, value: object) -> str:
     return ""
 
 
-def _fp32_matmuls(kernel: str, dtype: str, device_type: str) -> str:
+def _fp32_matmuls(kernel: str, dtype: str, device_type: str, value: object) -> str:
     if dtype != "fp32":
         return f"float32 matmul precision only changes fp32 matmuls; this workload is {dtype}"
     if kernel not in MATMUL_KERNELS:
@@ -42,24 +56,50 @@ def _fp32_matmuls(kernel: str, dtype: str, device_type: str) -> str:
     return ""
 
 
-def _onednn(kernel: str, dtype: str, device_type: str) -> str:
+def _onednn(kernel: str, dtype: str, device_type: str, value: object) -> str:
     return "" if device_type == "cpu" else "oneDNN is the CPU's kernel library"
 
 
-def _attention(kernel: str, dtype: str, device_type: str) -> str:
+def _attention(kernel: str, dtype: str, device_type: str, value: object) -> str:
     return "" if kernel in ATTENTION_KERNELS else f"the {kernel} kernel has no attention"
 
 
-def _convolutions(kernel: str, dtype: str, device_type: str) -> str:
+def _convolutions(kernel: str, dtype: str, device_type: str, value: object) -> str:
     return "" if kernel == "conv2d" else f"the {kernel} kernel has no 4-D operands to lay out"
 
 
-def _int8_modules(kernel: str, dtype: str, device_type: str) -> str:
-    if kernel not in MODULE_KERNELS:
-        return f"the {kernel} kernel is a functional call with no nn.Linear to quantize"
-    if dtype != "fp32" or device_type != "cpu":
-        return "int8 dynamic quantization rewrites fp32 nn.Linear modules for the CPU"
+def _weights(kernel: str) -> str:
+    if kernel not in WEIGHT_KERNELS:
+        return f"the {kernel} kernel holds no weight matrix"
     return ""
+
+
+def _sparsity(kernel: str, dtype: str, device_type: str, value: object) -> str:
+    if value == DENSE:
+        return ""  # how every workload runs anyway
+    if why := _weights(kernel):
+        return why
+    if value == SEMI_STRUCTURED:
+        if device_type != "cuda":
+            return (f"2:4 semi-structured sparsity runs on CUDA only (torch.sparse."
+                    f"to_sparse_semi_structured); this is {device_type}")  # fmt: skip
+        if dtype not in ("fp16", "bf16"):
+            return f"2:4 semi-structured sparsity takes fp16 or bf16 weights; this is {dtype}"
+        return ""
+    if device_type == "cpu" and dtype != "fp32":
+        return (f"a CSR weight multiplies on the CPU in fp32 only (MKL's sparse addmm has no "
+                f"{dtype} kernel)")  # fmt: skip
+    return ""
+
+
+def _quantization(kernel: str, dtype: str, device_type: str, value: object) -> str:
+    if value == NO_QUANTIZATION:
+        return ""
+    if why := _weights(kernel):
+        return why
+    if value == INT8_DYNAMIC and (dtype != "fp32" or device_type != "cpu"):
+        return "int8 dynamic quantization (torch.ao) rewrites fp32 nn.Linear modules for the CPU"
+    return ""  # int8-weight-only and fp8 take any float activations (fp8 emulated on a CPU)
 
 
 @dataclass(frozen=True)
@@ -98,17 +138,19 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          ("default", *ATTENTION_BACKENDS), applies=_attention),
     Knob("memory_format", "a convolution's operands in NCHW or NHWC order", MEMORY_FORMATS,
          applies=_convolutions),
-    Knob("quantization", "int8 dynamic quantization of nn.Linear (torch.ao)", QUANTIZATIONS,
-         applies=_int8_modules),
+    Knob("quantization", "the weight matrices quantized: int8-dynamic (torch.ao, int8 x int8 "
+         "GEMMs), int8-weight-only (int8 weights, per-output-channel scales, the activations' "
+         "dtype), fp8 (e4m3 weights and activations, per-tensor scales)", QUANTIZATIONS,
+         applies=_quantization),
     Knob("interop_threads", "inter-op threads (torch.set_num_interop_threads)",
          not_in_process="torch sizes its inter-op thread pool once, at the first parallel "
          "work, and refuses to change it after",
          not_settable="torch sizes its inter-op pool before reviewkit starts measuring"),
     Knob("compile_mode", "torch.compile's mode, static shapes, each workload compiled once "
          "before its samples", ("eager", "default", "reduce-overhead", "max-autotune")),
-    Knob("sparsity", "the weights' sparsity", ("dense",),
-         not_in_process="the suite has no sparse kernels to switch to",
-         not_settable="the suite has no sparse kernels yet"),
+    Knob("sparsity", "the weight matrices pruned by magnitude: 2:4 semi-structured (CUDA), or "
+         "unstructured-N, N percent of each row's weights zeroed and stored CSR", SPARSITIES,
+         applies=_sparsity),
     Knob("device", "the device measured",
          not_in_process="one process measures one device here; a comparison across devices "
          "is two runs",
@@ -148,7 +190,47 @@ def parse_settings(text: str, option: str, *, in_process: bool = False) -> dict[
         if name in out:
             raise UsageError(f"{option}: knob {name!r} is given twice")
         out[name] = knob.parse(value, option)
+    check_weights(out, option)
     return out
+
+
+def check_weights(settings: dict[str, object], option: str) -> None:
+    """Refuse sparsity and quantization together: no mapping here prunes and quantizes one
+    weight matrix (a CSR or 2:4 weight has no int8 or fp8 kernel to multiply it)."""
+    sparsity = settings.get("sparsity", DENSE)
+    quantization = settings.get("quantization", NO_QUANTIZATION)
+    if sparsity != DENSE and quantization != NO_QUANTIZATION:
+        raise UsageError(
+            f"{option}: sparsity={sparsity} and quantization={quantization} cannot be set "
+            "together: no mapping here both prunes and quantizes a weight matrix; set one "
+            "of the two knobs"
+        )
+
+
+def maps_weights(settings: dict[str, object]) -> bool:
+    """Whether these settings change how weight matrices are stored and multiplied."""
+    return (settings.get("sparsity", DENSE) != DENSE
+            or settings.get("quantization", NO_QUANTIZATION) != NO_QUANTIZATION)  # fmt: skip
+
+
+def target_density(sparsity: object) -> float:
+    """The share of weights a sparsity keeps: 0.5 for 2:4, 1 - N/100 for unstructured-N."""
+    if sparsity == SEMI_STRUCTURED:
+        return 0.5
+    if isinstance(sparsity, str) and sparsity.startswith("unstructured-"):
+        return 1 - int(sparsity.removeprefix("unstructured-")) / 100
+    return 1.0
+
+
+def compute_dtype(settings: dict[str, object], kernel: str, dtype: str, device_type: str) -> str:
+    """The dtype a workload's GEMMs multiply in under these settings (its ceiling's dtype): an
+    applicable int8-dynamic or fp8 quantization's, else the workload's own."""
+    quantization = settings.get("quantization", NO_QUANTIZATION)
+    if quantization in QUANTIZED_COMPUTE and not _quantization(
+        kernel, dtype, device_type, quantization
+    ):
+        return QUANTIZED_COMPUTE[str(quantization)]
+    return dtype
 
 
 def not_applicable(
@@ -157,7 +239,7 @@ def not_applicable(
     """The knobs set here that do not change how this workload runs, each with why not."""
     out = {}
     for name in settings:
-        why = KNOBS[name].applies(kernel, dtype, device_type)
+        why = KNOBS[name].applies(kernel, dtype, device_type, settings[name])
         if why:
             out[name] = why
     return out

@@ -116,8 +116,22 @@ class Workload(_Record):
     knobs_not_applicable: Mapping[str, str] | None = None
     # Under a compile_mode: what compiling it cost, apart from its samples (measure/compiled.py).
     compile: Mapping[str, Any] | None = None
+    # Under a sparsity or quantization knob that maps its weights: how they were stored and
+    # multiplied (measure/weights.py; docs/bundle.md lists the keys).
+    weights: Mapping[str, Any] | None = None
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype its GEMMs multiply in, whose ceiling its MFU divides by: a quantization's
+        (int8, fp8) where one mapped its weights, else its own dtype."""
+        return str((self.weights or {}).get("compute_dtype") or self.dtype)
+
+    @property
+    def density(self) -> float | None:
+        """The nonzero share of its mapped weights as stored (None: not sparse)."""
+        return (self.weights or {}).get("density")
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Workload:

@@ -19,6 +19,7 @@ from reviewkit.analysis.knobs import (
     not_applicable_lines,
     shown_value,
 )
+from reviewkit.analysis.weights import kernel_rate, weights_lines
 from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
@@ -206,6 +207,8 @@ def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> No
         console.print(f"[yellow]knob:[/] {escape(line)}")
     if compiled := compile_line(run):
         console.print(f"[yellow]compile:[/] {escape(compiled)}")
+    for line in weights_lines(run):
+        console.print(f"[yellow]weights:[/] {escape(line)}", highlight=False)
     for dtype in run.knobs["dtypes"]:
         if dtype in run.layer_types_by_dtype:
             console.print(layer_table(run, dtype))
@@ -243,6 +246,8 @@ def _workload_summary(w: AnalysedWorkload, multi_rank: bool) -> dict:
     row.update({k: getattr(w.stats, k) if w.stats else None for k in SUMMARY_STATS})
     if multi_rank:
         row.update(collective=_json_of(w.collective), skew=_json_of(w.skew))
+    if w.weights:  # a weight knob mapped it: how, and a sparse kernel's own rate
+        row.update(weights=dict(w.weights), kernel_flops_per_s=kernel_rate(w))
     return row
 
 

@@ -166,7 +166,10 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
         ]
         docs[side.label] = doc
     try:
-        dtypes = sorted({*base.dtypes, *cand.dtypes}, key=suite.DTYPES.index)
+        # with a quantization's int8 or fp8 GEMM ceiling where a side's workloads compute in it
+        dtypes = sorted({*base.ceiling_dtypes(base.specs, device),
+                         *cand.ceiling_dtypes(cand.specs, device)},
+                        key=suite.CEILING_DTYPES.index)  # fmt: skip
         # Each side divides by the ceilings of its own settings: where the two differ in a
         # setting that moves a ceiling (threads, float32 matmul precision) each side's profile
         # is obtained under its own settings; else both share the baseline's.
@@ -206,6 +209,8 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
     except KeyboardInterrupt:
         for doc in docs.values():
             runner.mark_interrupted(doc)
+    for side in (base, cand):  # what each side's weight knobs did to its workloads' weights
+        side.record_weights(docs[side.label]["workloads"])
     for doc in docs.values():
         doc["wall_s"] = round(time.time() - started, 3)
 

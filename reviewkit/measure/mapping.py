@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 import torch
 
 from reviewkit.bundle import knobs as knob_registry
+from reviewkit.measure import weights as weight_maps
 from reviewkit.measure.compiled import EAGER, Compiler
 from reviewkit.suite import kernels
-from reviewkit.suite.workloads import WorkloadSpec
+from reviewkit.suite.workloads import CEILING_DTYPES, WorkloadSpec
 
 # Knobs a run records as the settings give them (torch holds the rest, read back from it).
-RECORDED_AS_SET = ("attention_backend", "memory_format", "quantization", "compile_mode")
+RECORDED_AS_SET = (
+    "attention_backend", "memory_format", "sparsity", "quantization", "compile_mode"
+)
 
 
 @dataclass
@@ -30,6 +33,9 @@ class KnobMapping:
     wrap: Callable[[Callable[[], object]], Callable[[], object]] | None = None
     # Set when the mapping compiles (compile_mode other than eager): what each compile cost.
     compiler: Compiler | None = field(default=None, init=False, repr=False)
+    # Per workload id, what the weight knobs did to its weights (measure/weights.py's record),
+    # filled as the workloads are built.
+    weights: dict[str, dict] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         mode = str(self.settings.get("compile_mode", EAGER))
@@ -67,11 +73,29 @@ class KnobMapping:
 
     def eager_build(self, spec: WorkloadSpec, device: torch.device) -> Callable[[], object]:
         """The workload under this mapping's settings, not compiled."""
-        transform = _int8_dynamic if self.settings.get("quantization") == "int8-dynamic" else None
+        transform = weight_maps.transform_for(self.settings, spec, device)
         channels_last = self.settings.get("memory_format") == "channels_last"
         if transform is None and not channels_last:  # the suite's own build, as `run` had it
             return kernels.build(spec, device)
-        return kernels.build(spec, device, transform, channels_last=channels_last)
+        fn = kernels.build(spec, device, transform, channels_last=channels_last)
+        if transform is not None and transform.record is not None:
+            self.weights[spec.id] = transform.record.to_json()
+        return fn
+
+    def record_weights(self, records: list[dict]) -> None:
+        """Each workload record whose weights this mapping mapped gets its `weights` table."""
+        for record in records:
+            if record["id"] in self.weights:
+                record["weights"] = self.weights[record["id"]]
+
+    def ceiling_dtypes(
+        self, specs: list[WorkloadSpec], device: torch.device
+    ) -> tuple[str, ...]:
+        """The dtypes whose ceilings these workloads divide by under this mapping: its dtypes,
+        and the GEMM dtype a quantization computes in (int8, fp8) where a workload takes it."""
+        computed = {knob_registry.compute_dtype(self.settings, s.kernel, s.dtype, device.type)
+                    for s in specs}  # fmt: skip
+        return tuple(sorted({*self.dtypes, *computed}, key=CEILING_DTYPES.index))
 
     def knobs(self, base: dict) -> dict:
         """The run's knobs as this mapping sets them (read back from torch where torch holds
@@ -91,8 +115,3 @@ class KnobMapping:
         """The knobs set here that do not change how `spec` runs, each with why not."""
         return knob_registry.not_applicable(self.settings, spec.kernel, spec.dtype, device.type)
 
-
-def _int8_dynamic(module: torch.nn.Module) -> torch.nn.Module:
-    from torch.ao.quantization import quantize_dynamic
-
-    return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)

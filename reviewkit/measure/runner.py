@@ -13,6 +13,7 @@ import torch
 
 from reviewkit import __version__
 from reviewkit.analysis.roofline import energy_absent, level_for, workload_energy
+from reviewkit.bundle import knobs as knob_registry
 from reviewkit.bundle import run_to_run as run_to_run_file
 from reviewkit.bundle.run import (
     STATUS_ERROR,
@@ -156,15 +157,26 @@ def base_record(spec: WorkloadSpec, reproduce: str, not_applicable: dict | None 
     return record
 
 
-def predicted_call_s(spec: WorkloadSpec, ceilings_doc: dict) -> float | None:
+def predicted_call_s(
+    spec: WorkloadSpec, ceilings_doc: dict, settings: dict | None = None, device_type: str = ""
+) -> float | None:
     """Roofline lower bound of one call at the measured ceilings, memory at the level that holds
-    its working set: no call can be faster."""
-    peak = ceilings_doc["compute"].get(spec.dtype, {}).get("measured")
+    its working set: no call can be faster. Under weight `settings` that apply to it, its
+    FLOPs are at the peak of the dtype it computes in, and a sparsity's share of them."""
+    flops, dtype = spec.flops, spec.dtype
+    if settings and knob_registry.maps_weights(settings):
+        dtype = knob_registry.compute_dtype(settings, spec.kernel, spec.dtype, device_type)
+        if not knob_registry.not_applicable(
+            {"sparsity": settings.get("sparsity", knob_registry.DENSE)}, spec.kernel,
+            spec.dtype, device_type,
+        ):  # fmt: skip
+            flops *= knob_registry.target_density(settings.get("sparsity"))
+    peak = ceilings_doc["compute"].get(dtype, {}).get("measured")
     levels = ceilings_doc.get("memory") or [ceilings_doc["bandwidth"]]
     bw = level_for(spec.bytes, levels).get("measured")
     if not peak or not bw:
         return None
-    return max(spec.flops / peak, spec.bytes / bw)
+    return max(flops / peak, spec.bytes / bw)
 
 
 # --- energy over each workload's measured window ----------------------------------------------
@@ -255,20 +267,24 @@ def measure_workload(
     whole_budget: SamplingPolicy | None = None,
     mapping: Mapping | None = None,
     builder: Callable[[WorkloadSpec, torch.device], Callable[[], object]] | None = None,
+    settings: dict | None = None,
 ) -> dict:
     """Measure one workload (one round of it, under a round's policy); with `energy`, meter
     its measured window (never its warm-up). The slow-path guard holds the prediction against
-    the workload's whole budget (`whole_budget`, default `policy`), not a round's share."""
+    the workload's whole budget (`whole_budget`, default `policy`), not a round's share, at
+    the weight knobs of `settings` (default the mapping's)."""
     record = base_record(spec, reproduce)
     meter, available = energy or (None, NO_METER_GIVEN)
-    lower_bound = predicted_call_s(spec, ceilings_doc)
+    settings = settings if settings is not None else getattr(mapping, "settings", None)
+    lower_bound = predicted_call_s(spec, ceilings_doc, settings, device.type)
     whole = whole_budget or policy
     calls = whole.warmup_calls + 1
     if lower_bound is not None and lower_bound * calls > whole.budget_s:
-        peak = ceilings_doc["compute"][spec.dtype]["measured"]
+        dtype = knob_registry.compute_dtype(settings or {}, spec.kernel, spec.dtype, device.type)
+        peak = ceilings_doc["compute"][dtype]["measured"]
         record["status"] = STATUS_OVER_BUDGET
         record["reason"] = (
-            f"not run: at the measured {spec.dtype} ceiling of {peak / 1e9:.3g} GFLOP/s one call "
+            f"not run: at the measured {dtype} ceiling of {peak / 1e9:.3g} GFLOP/s one call "
             f"takes at least {lower_bound:.3g} s, so {calls} calls exceed the "
             f"{whole.budget_s:g} s budget (a slow path on this device)"
         )
@@ -333,10 +349,12 @@ def measure_rounds(
     energy: EnergySource | None,
     progress: Callable[[str, int, int], None],
     builder: rounds_mod.BuildCache | None = None,
+    settings: dict | None = None,
 ) -> None:
     """Measure every workload in the plan's rounds, each round in its own order, merging each
     round into the workload's record in place. A workload that failed, or has used its whole
-    budget, sits out the later rounds."""
+    budget, sits out the later rounds. `settings`: the mapping's knobs (the slow-path guard
+    reads its weight knobs)."""
     total = plan.rounds * len(specs)
     builder = builder or rounds_mod.BuildCache(kernels.build)
     for r, order in enumerate(plan.orders):
@@ -349,7 +367,7 @@ def measure_rounds(
                 continue
             measured = measure_workload(
                 specs[i], device, one_round, ceilings_doc, records[i]["reproduce"], energy,
-                whole_budget=policy, builder=builder,
+                whole_budget=policy, builder=builder, settings=settings,
             )  # fmt: skip
             records[i] = rounds_mod.merge_round(records[i], measured, r)
     for record in records:
@@ -496,8 +514,9 @@ def _measure_all(
     policy, records = profile.sampling, doc["workloads"]
     phases: dict[str, float] = {}
     try:
+        # a quantized mapping divides by its int8 or fp8 GEMM ceiling too (fp8: why there is none)
         obtained = obtain(
-            device, request.dtypes, request.profile,
+            device, mapping.ceiling_dtypes(specs, device), request.profile,
             Path(request.device_profile) if request.device_profile else None,
             request.recalibrate, lambda step: progress(step, 0, len(specs)),
         )  # fmt: skip
@@ -505,7 +524,7 @@ def _measure_all(
         phases["ceilings"] = time.time() - started
         builder = rounds_mod.BuildCache(mapping.build, keep_all=mapping.compiler is not None)
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
-                       progress, builder)  # fmt: skip
+                       progress, builder, mapping.settings)  # fmt: skip
         phases["workloads"] = time.time() - started - phases["ceilings"]
         begun = time.time()
         doc["overhead_probe"] = overhead.measure_overheads(
@@ -520,6 +539,7 @@ def _measure_all(
         doc["complete"] = True
     except KeyboardInterrupt:
         mark_interrupted(doc)
+    mapping.record_weights(records)
     doc["wall_s"] = round(time.time() - started, 3)
     # Where the run's wall time went: the overhead phase is held under 15% of it.
     doc["phases_s"] = {k: round(v, 3) for k, v in phases.items()}

@@ -89,7 +89,9 @@ def build(
     """A zero-argument callable that runs the workload once (inference, no autograd).
 
     module_transform rewrites the nn.Module of a block or model workload after it is built
-    (int8 dynamic quantisation, say); functional kernels have no module and ignore it.
+    (measure/weights.py maps its weight matrices, say); the linear kernel's weight is then
+    held as an nn.Linear for it to rewrite (without one it stays the plain F.linear call);
+    other functional kernels have no module and ignore it.
     channels_last stores a convolution's 4-D input and weight in NHWC order (the memory-format
     knob); other kernels have no 4-D operands and ignore it.
     """
@@ -100,7 +102,12 @@ def build(
         torch.manual_seed(INPUT_SEED)
     if k == "linear":
         x, w = _inputs(spec, device, gen)
-        return lambda: F.linear(x, w)
+        if module_transform is None:
+            return lambda: F.linear(x, w)
+        layer = nn.Linear(w.shape[1], w.shape[0], bias=False, device=device, dtype=w.dtype)
+        layer.weight = nn.Parameter(w, requires_grad=False)  # F.linear(x, w): the same weight
+        mapped = module_transform(layer.eval())
+        return lambda: mapped(x)
     if k == "bmm":
         a, b = _inputs(spec, device, gen)
         return lambda: torch.bmm(a, b)
