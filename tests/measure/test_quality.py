@@ -52,7 +52,12 @@ def test_every_workload_in_every_dtype(smoke_quality):
         r for r in rows if r["status"] not in ("ok", "not applicable")
     ]
     int8 = {r["layer_type"] for r in rows if r["dtype"] == "int8" and r["status"] == "ok"}
-    assert int8 == {"block", "model"}  # dynamic quantisation rewrites nn.Linear modules only
+    # dynamic quantisation maps weight matrices: the nn.Linear of blocks and models, and the
+    # `linear` GEMMs' weight (built as an nn.Linear under a weight knob); a bmm has none
+    assert int8 == {"gemm", "block", "model"}
+    int8_gemm = [r for r in rows if r["dtype"] == "int8" and r["layer_type"] == "gemm"]
+    assert {r["status"] for r in int8_gemm if r["id"].startswith("gemm.") and ".bmm" in r["id"]
+            } <= {"not applicable"}  # fmt: skip
 
 
 def test_errors_follow_the_mantissa_width(smoke_quality):
@@ -98,7 +103,7 @@ def test_dtype_and_knob_give_the_mappings():
         ("int8", "quantization=int8-dynamic", "both set quantization"),
         ("bf16", "dtype=fp16", "both set dtype"),
         (None, "compile_mode=default", "eager mode"),
-        (None, "sparsity=dense", "cannot be set here"),
+        (None, "interop_threads=2", "cannot be set here"),
         ("fp8", "", "choose from bf16, fp16, int8"),
     ]:
         with pytest.raises(UsageError, match=needle):
@@ -134,7 +139,8 @@ def test_knob_rows_record_their_mapping_and_the_registrys_reasons():
         assert why and r["reason"] == "; ".join(f"{k}: {v}" for k, v in why.items())
     quantised = [r for r in rows if r["mapping"] == {"quantization": "int8-dynamic"}
                  and r["status"] == "ok"]  # fmt: skip
-    assert {r["layer_type"] for r in quantised} == {"block"}
+    # the `linear` GEMMs' weight and the blocks' nn.Linear (a bmm holds no weight matrix)
+    assert {r["layer_type"] for r in quantised} == {"gemm", "block"}
     assert all(r["dtype"] == "int8" for r in quantised)
     # int8 weights keep ~7 bits per tensor scale: error above bf16's, under the 5e-2 tolerance
     assert all(1e-3 < r["rel_error"] < 5e-2 for r in quantised)
