@@ -212,3 +212,34 @@ def test_two_device_sample_review_checks_as_its_decision_says():
         copy = "baseline-cpu" if folder.startswith("cpu") else "candidate-h200"
         original = review.parents[1] / folder / "run.json"
         assert (review.parent / "runs" / copy / "run.json").read_bytes() == original.read_bytes()
+
+
+def test_compile_sample_review_checks_as_its_decision_says():
+    """The torch.compile review is "no-go": one knob, no steady-state gain, a cold start."""
+    from reviewkit.render.packet.model import build_model
+    from reviewkit.review.gate import run_check
+
+    review = Path(__file__).parents[1] / "samples" / "review-torch-compile" / "review.toml"
+    report = run_check(review)
+    status = {f.item.id: f.status for f in report.findings}
+    assert report.review.decision["status"] == "no-go" and report.verdict == "fail"
+    knob = next(f for f in report.findings if f.item.id == "single-knob")
+    assert knob.status == "pass" and "compile_mode (eager → default)" in knob.summary
+    # one interleaved ab: the two bundles pair, rounds and calls
+    (comp,) = report.comparisons
+    assert comp.design.startswith("rounds and calls paired")
+    assert {w.verdict for w in comp.workloads} <= {"equivalent", "inconclusive"}
+    # the compile is on the candidate only, apart from the samples: a cold start costs more
+    # than a warm one on every workload, and more than any one steady-state call
+    base, cand = (load_run(review.parent / "runs" / side) for side in ("baseline", "candidate"))
+    assert not any(w.compile for w in base.workloads)
+    for w in cand.workloads:
+        assert w.compile["mode"] == "default" and not w.compile["fell_back_to_eager"]
+        assert w.compile["cold_s"] > w.compile["warm_s"] > 0
+        assert w.compile["cold_s"] > max(w.samples_s)
+        assert w.overhead["available"], w.overhead["reason"]  # compiled floors measured
+    assert [d["status"] for d in report.disproof][0] == "disproved"
+    assert status["disproof"] == "fail" and status["sparse-or-quantized-speed"] == "pass"
+    (row,) = build_model(report)["compilation"]
+    assert row["workloads"] == 5 and row["cold_s"] == sum(w.compile["cold_s"]
+                                                          for w in cand.workloads)  # fmt: skip

@@ -14,6 +14,7 @@ from reviewkit.analysis.knobs import (
     KnobReading,
     shown_value,
 )
+from reviewkit.analysis.pairing import INDEPENDENT, settle_hint
 from reviewkit.common.format import pct
 from reviewkit.review.checks.registry import NUMBER, CheckResult, Context, Evidence, check
 from reviewkit.review.rubric import KNOB_LIST, KNOB_TABLE, Rubric
@@ -272,8 +273,8 @@ def primary_metric_verdict(ctx: Context) -> CheckResult:
             f"against ±{p.margin:.0%}")  # fmt: skip
     if p.settles:
         return CheckResult(PASS, f"the primary metric settles the {p.hypothesis} claim: {what}")
-    settle = ("re-measure interleaved with `reviewkit ab` (its pairing narrows the interval) "
-              "or with more rounds")  # fmt: skip
+    # an interleaved A/B is paired already: only more rounds narrow it further
+    settle = settle_hint(all(c.design != INDEPENDENT for c in ctx.comparisons))
     if status == "go":
         return CheckResult(FAIL, f"a go whose primary metric does not settle its {p.hypothesis} "
                                  f"claim ({what}; {p.needs}): the decision reads needs-evidence "
