@@ -409,6 +409,24 @@ def _peaks(
     return compute, bandwidth, level
 
 
+def blended_peak(w: Workload, mapped_peak: float | None, ceilings_doc: Mapping[str, Any]
+                 ) -> float | None:
+    """The compute peak of a workload whose knob maps only part of its FLOPs to another dtype
+    (an encoder layer's FFN quantized to int8, its attention projections left fp32): the rate
+    at which its FLOPs would run with each part at its own ceiling, flops / (mapped / mapped
+    peak + rest / own peak). A workload mapped whole, or not at all, keeps its one peak."""
+    mapped = (w.weights or {}).get("mapped_flops")
+    if mapped_peak is None or w.compute_dtype == w.dtype or mapped is None:
+        return mapped_peak
+    rest = max(0.0, w.flops - mapped)
+    if rest <= 0 or mapped <= 0:
+        return mapped_peak
+    own = ((ceilings_doc.get("compute") or {}).get(w.dtype) or {}).get("peak")
+    if not own:
+        return None  # the unmapped part has no ceiling: no honest blend
+    return w.flops / (mapped / mapped_peak + rest / own)
+
+
 def per_op_terms(w: Workload, ceilings_doc: Mapping[str, Any]) -> PerOpRoof | None:
     """The per-op roof of a workload whose dispatched ops were recorded (`op_profile`): each op
     against the compute peak of its dtype and the bandwidth of the level its bytes fit in."""
@@ -483,6 +501,7 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
         # the peak of the dtype its GEMMs multiply in (a quantization's int8 or fp8); the FLOPs
         # stay the dense definition's, so a sparse workload's MFU is on dense FLOPs
         peak, bw, level = _peaks(ceilings_doc, w.compute_dtype, w.bytes)
+        peak = blended_peak(w, peak, ceilings_doc)
         if not peak or not bw:
             analysed.append(AnalysedWorkload(**base, stats=st, flags=("no-ceiling",)))
             continue

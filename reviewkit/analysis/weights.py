@@ -37,6 +37,11 @@ def _rate(x: float, dtype: str) -> str:
 
 def _mfu_text(w: AnalysedWorkload, ceilings: Mapping[str, Any]) -> str:
     dtype = w.compute_dtype
+    mapped = (w.weights or {}).get("mapped_flops")
+    if w.mfu is not None and dtype != w.dtype and mapped is not None and 0 < mapped < w.flops:
+        # roofline.blended_peak: each part of the FLOPs at its own dtype's ceiling
+        return (f"MFU {pct(w.mfu)} of the {dtype} and {w.dtype} ceilings blended "
+                f"({pct(mapped / w.flops)} of its FLOPs in {dtype}), on the dense FLOPs")
     if w.mfu is not None:
         return f"MFU {pct(w.mfu)} of the {dtype} ceiling, on the dense FLOPs"
     if not w.measured:

@@ -56,6 +56,20 @@ def test_an_int8_dynamic_workload_divides_by_the_int8_ceiling():
     assert "MFU 50.0% of the int8 ceiling" in weights_lines(analysed)[0]
 
 
+def test_a_workload_quantized_in_part_divides_by_the_blend_of_its_two_ceilings():
+    # 2e9 FLOPs of which 1.5e9 are mapped to int8 (an encoder layer's FFN) and 0.5e9 stay fp32
+    # (its attention projections): at their own peaks they take 1.5e9 / 4e11 + 0.5e9 / 1e11 =
+    # 3.75 ms + 5 ms = 8.75 ms, a blended peak of 2e9 / 8.75e-3 = 228.6 GFLOP/s. In 17.5 ms the
+    # workload runs at 114.3 GFLOP/s: MFU 0.5 (on the int8 peak alone it would read 0.286)
+    partial = weights(quantization="int8-dynamic", compute_dtype="int8", mapped_flops=1.5e9,
+                      linears_not_mapped=2)  # fmt: skip
+    (w,) = analyse_run(run(workload("part", 0.0175, partial))).workloads
+    assert w.mfu == pytest.approx(0.5)
+    assert w.compute_time_s == pytest.approx(8.75e-3)
+    line = weights_lines(analyse_run(run(workload("part", 0.0175, partial))))[0]
+    assert "MFU 50.0% of the int8 and fp32 ceilings blended (75.0% of its FLOPs in int8)" in line
+
+
 def test_an_fp8_workload_on_a_cpu_has_no_ceiling_and_says_why():
     analysed = analyse_run(run(
         workload("fp8", 0.01, weights(quantization="fp8", compute_dtype="fp8",
