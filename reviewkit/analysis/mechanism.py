@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from reviewkit.analysis.roofline import memory_level, per_op_terms, roofline
+from reviewkit.analysis.roofline import blended_peak, memory_level, per_op_terms, roofline
 
 if TYPE_CHECKING:
     from reviewkit.analysis.analysed import AnalysedWorkload, LayerAggregate
@@ -21,6 +21,7 @@ def on_baseline_ceilings(
 
     ceilings = ceilings or {}
     peak = ((ceilings.get("compute") or {}).get(c.compute_dtype) or {}).get("peak")
+    peak = blended_peak(c, peak, ceilings)
     _, bw = memory_level(ceilings, c.bytes)
     st = c.stats
     if not peak or not bw or not st or c.wire_bytes:
