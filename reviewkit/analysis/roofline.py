@@ -312,10 +312,16 @@ def refreshed_energy(w: Workload) -> Mapping[str, Any] | None:
     e = w.energy
     if not (isinstance(e, Mapping) and e.get("available")):
         return e
-    return workload_energy(
-        e["joules_by_domain"], e["total_of"], e["window_s"], len(w.samples_s), w.flops,
+    # an energy-only loop (measure/energy_loop.py) counts its own calls, not the samples'
+    looped = e.get("source") == "energy-loop"
+    out = workload_energy(
+        e["joules_by_domain"], e["total_of"], e["window_s"],
+        int(e["calls"]) if looped else len(w.samples_s), w.flops,
         e["method"], e["counter_update_s"],
     )  # fmt: skip
+    if looped:
+        out = {**out, "source": e["source"], "source_reason": e.get("source_reason", "")}
+    return out
 
 
 def energy_reason(w: Workload) -> str:

@@ -25,7 +25,7 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import compiled, environment, overhead, sensors
+from reviewkit.measure import compiled, energy_loop, environment, overhead, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import (
     device_fingerprint,
@@ -532,6 +532,9 @@ def _measure_all(
             mapping.eager_build if mapping.compiler is not None else None,
         )  # fmt: skip
         phases["overhead"] = time.time() - begun
+        if energy[0] is not None:  # windows too short for the counter: an energy-only loop
+            phases["energy_loop"] = energy_loop.measure_energy_loops(
+                specs, records, device, builder, energy[0], progress)  # fmt: skip
         if mapping.compiler is not None:
             begun = time.time()
             record_compiles(specs, records, device, mapping, progress)
