@@ -208,6 +208,13 @@ def _environment(label: str, run: AnalysedRun) -> dict:
     profile = (run.ceilings or {}).get("profile") or {}
     if profile:
         facts.append(("device profile", _profile_fact(profile)))
+    conditions = profile.get("conditions") or {}
+    if conditions.get("available") and conditions.get("power_limit_w"):
+        # the board's enforced power limit: the power budget its ceilings and energy were under
+        facts.append(("power budget", f"{conditions['power_limit_w']:.0f} W enforced power "
+                                      "limit (NVML), the ceilings calibrated under it"))
+    elif conditions.get("reason"):
+        facts.append(("power budget", f"not available: {conditions['reason']}"))
     return {
         "run": label,
         "facts": facts,
