@@ -10,7 +10,8 @@ import numpy as np
 import tomlkit
 from evidencedocs import soak_doc, sweep_doc, sweep_workload, trace_summary_doc
 
-from reviewkit.analysis.roofline import analyse_run, energy_absent, workload_energy
+from reviewkit.analysis.energy import energy_absent, workload_energy
+from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle.run import write_run
 from reviewkit.suite import collectives as coll
 

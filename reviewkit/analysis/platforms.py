@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from reviewkit.analysis.compare import slice_key
-from reviewkit.analysis.roofline import energy_reason
+from reviewkit.analysis.energy import energy_reason
 from reviewkit.analysis.sla import Target, calls_per_s, judge, matching_targets
 from reviewkit.bundle.run import STATUS_OK, device_name
 

@@ -22,8 +22,8 @@ import torch
 
 from reviewkit.analysis.ceilings import moved_settings
 from reviewkit.analysis.compare import shape_key
+from reviewkit.analysis.energy import energy_absent
 from reviewkit.analysis.pairing import CALLS_ALTERNATED
-from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle import knobs
 from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from reviewkit.analysis.energy import energy_absent
 from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED
-from reviewkit.analysis.roofline import energy_absent
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_NOT_RUN, STATUS_OK
 from reviewkit.common.errors import ReviewkitError, UsageError
 from reviewkit.common.hashing import sha256_json

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from reviewkit.analysis.roofline import ENERGY_HIGH_CONFIDENCE_UPDATES, workload_energy
+from reviewkit.analysis.energy import ENERGY_HIGH_CONFIDENCE_UPDATES, workload_energy
 from reviewkit.bundle.run import STATUS_OK
 from reviewkit.measure.device import first_line
 from reviewkit.suite.workloads import WorkloadSpec
@@ -36,11 +36,12 @@ Progress = Callable[[str, int, int], None]
 
 def needs_loop(energy: dict | None) -> bool:
     """Whether a workload's window reading falls short: absent because the window was too short
-    or the counter did not advance, or spanning fewer than the high-confidence updates."""
+    or the counter did not advance, or spanning fewer counter updates than the loop would."""
     if not isinstance(energy, dict):
         return True
     if energy.get("available"):
-        return energy.get("confidence") != "high"
+        updates = energy["window_s"] / energy["counter_update_s"]
+        return updates < ENERGY_LOOP_UPDATES
     reason = str(energy.get("reason") or "")
     return "did not advance" in reason or "no measured window" in reason
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reviewkit.analysis.roofline import energy_absent, workload_energy
+from reviewkit.analysis.energy import energy_absent, workload_energy
 from reviewkit.bundle.run import STATUS_OK, STATUS_TIMEOUT
 from reviewkit.measure.timing import SamplingPolicy
 

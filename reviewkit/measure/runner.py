@@ -12,7 +12,8 @@ from typing import Protocol
 import torch
 
 from reviewkit import __version__
-from reviewkit.analysis.roofline import energy_absent, level_for, workload_energy
+from reviewkit.analysis.energy import energy_absent, workload_energy
+from reviewkit.analysis.roofline import level_for
 from reviewkit.bundle import knobs as knob_registry
 from reviewkit.bundle import run_to_run as run_to_run_file
 from reviewkit.bundle.run import (

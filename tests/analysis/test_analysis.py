@@ -4,6 +4,7 @@ import pytest
 from runfactory import analysed
 
 from reviewkit.analysis.bottleneck import lever, per_op_roof
+from reviewkit.analysis.energy import energy_aggregate, energy_confidence, workload_energy
 from reviewkit.analysis.roofline import (
     BELOW_ROOF,
     COMMUNICATION_BOUND,
@@ -16,11 +17,8 @@ from reviewkit.analysis.roofline import (
     TAIL_RISK,
     UNCLASSIFIED,
     aggregate,
-    energy_aggregate,
-    energy_confidence,
     flags,
     roofline,
-    workload_energy,
 )
 from reviewkit.bundle.records import Workload
 

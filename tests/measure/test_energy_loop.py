@@ -9,7 +9,8 @@ import time
 import pytest
 import torch
 
-from reviewkit.analysis.roofline import analyse_run, workload_energy
+from reviewkit.analysis.energy import workload_energy
+from reviewkit.analysis.roofline import analyse_run
 from reviewkit.bundle.records import Run
 from reviewkit.measure import energy_loop
 from reviewkit.suite import kernels
@@ -82,8 +83,21 @@ def test_a_long_window_keeps_its_reading_and_a_looped_record_re_derives_per_call
     (None, True),
     ({"available": False, "reason": "the energy counter did not advance over the 0.01 s"}, True),
     ({"available": False, "reason": "no energy meter: RAPL is not exposed"}, False),
-    ({"available": True, "confidence": "low"}, True),
-    ({"available": True, "confidence": "high"}, False),
+    # a 30 ms window over NVML's 100 ms counter: under one update
+    ({"available": True, "window_s": 0.03, "counter_update_s": 0.1}, True),
+    # 0.2 s over RAPL's 1 ms: 200 updates, more than a loop would span
+    ({"available": True, "window_s": 0.2, "counter_update_s": 1e-3}, False),
 ])  # fmt: skip
 def test_which_readings_need_a_loop(energy, needed):
     assert energy_loop.needs_loop(energy) is needed
+
+
+def test_joules_per_query_and_per_token():
+    from reviewkit.analysis.energy import with_per_token
+
+    # 20 J over 5000 calls is 4 mJ a query; at 4 x 128 tokens a call, 7.8 uJ a token
+    e = workload_energy({"gpu": 20.0}, ["gpu"], 0.5, 5000, 1e9, "fake", 0.02)
+    out = with_per_token(e, 4 * 128)
+    assert out["joules_per_call"] == pytest.approx(4e-3)
+    assert out["joules_per_token"] == pytest.approx(4e-3 / 512)
+    assert with_per_token(e, None)["joules_per_token"] is None  # a convolution counts no tokens

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 def energy_input(runs: list[tuple[str, AnalysedRun]]) -> tuple[list[dict], list[str]]:
     """Work per joule and average watts per run, dtype and layer type, from the runs' energy;
     the recorded reason for every run (or layer type) that has none."""
-    from reviewkit.analysis.roofline import energy_aggregate, energy_reason, measured
+    from reviewkit.analysis.energy import energy_aggregate, energy_reason
+    from reviewkit.analysis.roofline import measured
 
     rows: list[dict] = []
     missing: dict[str, list[str]] = {}  # reason -> where it applies

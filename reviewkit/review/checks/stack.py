@@ -94,7 +94,8 @@ def perf_per_watt(ctx: Context) -> CheckResult:
     (quoting each run's time-weighted total, and its model workload where there is one), or
     when [evidence].power is cited; else warn with the runs' reasons. Nothing is estimated.
     """
-    from reviewkit.analysis.roofline import energy_aggregate, energy_reason, measured
+    from reviewkit.analysis.energy import energy_aggregate, energy_reason
+    from reviewkit.analysis.roofline import measured
 
     runs = [("baseline", ctx.baseline)] + [
         (f"candidate {i + 1}", doc) for i, (_, doc) in enumerate(ctx.candidates)
