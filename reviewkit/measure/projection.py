@@ -24,6 +24,9 @@ class Projection:
     workloads: int
     skipped: int  # over the budget at the roofline, or not fitting memory: cost nothing
     unknown: int  # no ceiling for the dtype (fp8 on a CPU): taken at its whole budget
+    # every measured workload at its whole budget: what a CPU, far below its roofline, comes
+    # near (a workload may pass its budget by part of its last round)
+    most_s: float = 0.0
 
     def text(self) -> str:
         parts = [f"{self.workloads - self.skipped} of {self.workloads} workloads measured"]
@@ -32,7 +35,8 @@ class Projection:
         if self.unknown:
             parts.append(f"{self.unknown} without a ceiling taken at their whole budget")
         return (f"projected sampling time at least {self.total_s / MINUTE_S:.1f} min from the "
-                f"device profile's ceilings ({'; '.join(parts)})")  # fmt: skip
+                f"device profile's ceilings, {self.most_s / MINUTE_S:.1f} min if every "
+                f"workload used its whole budget ({'; '.join(parts)})")  # fmt: skip
 
 
 def round_s(call_s: float, policy: SamplingPolicy, rounds: int, first: bool) -> float:
@@ -75,4 +79,5 @@ def project(
             continue
         unknown += call_s is None
         total += t
-    return Projection(total, len(calls), n_skipped, unknown)
+    measured = len(calls) - n_skipped
+    return Projection(total, len(calls), n_skipped, unknown, measured * policy.budget_s)

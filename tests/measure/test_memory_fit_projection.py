@@ -70,9 +70,9 @@ def test_projection_totals_and_says_what_it_left_out():
     assert (p.workloads, p.skipped, p.unknown) == (4, 2, 1)
     assert p.total_s == pytest.approx(1.6 + 6.0)
     assert p.text() == (
-        "projected sampling time at least 0.1 min from the device profile's ceilings (2 of 4 "
-        "workloads measured; 2 skipped (over budget or not fitting memory); 1 without a "
-        "ceiling taken at their whole budget)"
+        "projected sampling time at least 0.1 min from the device profile's ceilings, 0.2 min "
+        "if every workload used its whole budget (2 of 4 workloads measured; 2 skipped (over "
+        "budget or not fitting memory); 1 without a ceiling taken at their whole budget)"
     )
 
 
@@ -86,8 +86,10 @@ def test_a_run_projected_past_30_minutes_needs_yes(monkeypatch):
     told = []
     runner.confirm_projection(runner.RunRequest(profile="serving"), specs, {}, CPU, {}, 3,
                               told.append)  # fmt: skip
+    # 112 x 6 s = 11.2 min at the whole budget: a 7 s workload passes it by its last round's 1 s
     assert told == ["serving on cpu: projected sampling time at least 13.1 min from the device "
-                    "profile's ceilings (112 of 112 workloads measured)"]  # fmt: skip
+                    "profile's ceilings, 11.2 min if every workload used its whole budget (112 "
+                    "of 112 workloads measured)"]  # fmt: skip
     three = specs * 3  # 336 x 7 s = 39.2 min
     with pytest.raises(UsageError, match=r"at least 39.2 min .* over the 30 min this profile "
                        r"runs without asking; pass --yes"):  # fmt: skip
