@@ -39,7 +39,9 @@ KNOBS_HELP = f"KNOB=VALUE[,KNOB=VALUE]: {knobs.help_text()}"
 
 @user_errors
 def run(
-    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
+    profile: str = typer.Option(
+        DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full | serving (accelerators)"
+    ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
@@ -50,13 +52,17 @@ def run(
     rounds: int | None = typer.Option(
         None,
         help="rounds per workload, each in a seeded random order, spread over the run "
-        "(default: smoke 2, quick 5, full 10)",
+        "(default: smoke 2, quick 5, full 10, serving 3)",
     ),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
     device_profile: Path | None = DEVICE_PROFILE_OPTION,
     recalibrate: bool = RECALIBRATE_OPTION,
     out: Path | None = typer.Option(
         None, help="bundle folder (default: runs/<time>-<profile>-<device>)"
+    ),
+    yes: bool = typer.Option(
+        False, "--yes",
+        help="measure a serving run projected past 30 minutes (a CPU) without asking",
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON summary on stdout"),
     distributed: bool = typer.Option(
@@ -95,7 +101,7 @@ def run(
     request = measure.RunRequest(
         profile, device, parse_dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
         device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
-        settings=settings,
+        settings=settings, yes=yes,
     )  # fmt: skip
     out_dir = out or default_out(profile, device)
     if out_dir.exists() and not out_dir.is_dir():
@@ -106,7 +112,8 @@ def run(
     measure.plan(request)  # fail on bad input before any device work
 
     with progress_bar() as on_progress:
-        doc = measure.run(request, on_progress)
+        doc = measure.run(request, on_progress,
+                          lambda text: stderr.print(escape(text), highlight=False))  # fmt: skip
     # The exact command line, so the whole run can be reproduced (each workload also carries
     # its own single-workload command).
     doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
@@ -198,7 +205,9 @@ def ab(
         help=f"the baseline mapping (empty: torch's defaults); {KNOBS_HELP}; dtype=fp32|bf16|fp16",
     ),
     candidate: str = typer.Option("", "--candidate", help="the candidate mapping, as --baseline"),
-    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
+    profile: str = typer.Option(
+        DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full | serving (accelerators)"
+    ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
     dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
@@ -374,7 +383,9 @@ def show(
 
 @user_errors
 def suite_cmd(
-    profile: str = typer.Option(DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full"),
+    profile: str = typer.Option(
+        DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full | serving"
+    ),
     dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated dtypes"),
     only: str | None = typer.Option(None, help="glob(s) over workload ids"),
     distributed: bool = typer.Option(

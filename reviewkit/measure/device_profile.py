@@ -19,6 +19,7 @@ from reviewkit.measure.device import (
     torch_build,
 )
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.profiles import suite_profile as suite_profile_record
 
 CACHED, CALIBRATED, PINNED = "cached", "calibrated", "pinned"
 CACHED_PROFILE = "the cached device profile"
@@ -107,7 +108,9 @@ def obtain(
     cached profile that is corrupt, stale or another device's, taken under other GPU
     conditions, or lacks a dtype, is measured again (for every dtype it had and every dtype
     asked for) and the cache rewritten. A combination of settings never calibrated on this
-    device is calibrated on first use and cached like any other."""
+    device is calibrated on first use and cached like any other. A suite profile that
+    calibrates as another (serving as quick) reads and writes that one's cache."""
+    suite_profile = suite_profile_record(suite_profile).calibrate_as or suite_profile
     fp = device_fingerprint(device) or {"hash": device.type, "label": device.type}
     version = torch.__version__
     settings = current_settings(device)

@@ -198,7 +198,8 @@ def cpu_floor_record(
     two meets zero work (2 x floor - double, analysis/overhead.py): the floor's own work out."""
     floor = floors.floor_of(spec, threads)
     if floor is None:
-        return _absent(f"no floor rule for kernel {spec.kernel!r}")
+        return _absent(floors.NO_FLOOR_RULE.get(spec.kernel,
+                                                f"no floor rule for kernel {spec.kernel!r}"))
     double = floors.doubled(floor, threads)
     floor_fn = build(floor.spec, device)
     double_fn = build(double, device) if double is not None else None

@@ -26,8 +26,17 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import compiled, energy_loop, environment, overhead, sensors
+from reviewkit.measure import (
+    compiled,
+    energy_loop,
+    environment,
+    memory_fit,
+    overhead,
+    projection,
+    sensors,
+)
 from reviewkit.measure import rounds as rounds_mod
+from reviewkit.measure.calibration import low_precision_unavailable
 from reviewkit.measure.device import (
     device_fingerprint,
     device_name,
@@ -40,7 +49,7 @@ from reviewkit.measure.device import (
 from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
-from reviewkit.suite import kernels
+from reviewkit.suite import kernels, serving
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
@@ -87,6 +96,9 @@ def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
         "seq_sweep": list(shapes.seqs),
         "batch_sweep": list(shapes.batches),
     }
+    if suite_profile(profile).workload_set == "serving":  # its sweeps are its own
+        k["seq_sweep"] = list(serving.PREFILL_TOKENS)
+        k["batch_sweep"] = list(serving.DECODE_BATCHES)
     if device.type == "cuda":
         k["cuda_matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
         k["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
@@ -291,6 +303,11 @@ def measure_workload(
         )
         record["energy"] = energy_absent("not measured: over budget")
         return record
+    too_big = memory_fit.does_not_fit(spec, *memory_fit.available_bytes(device))
+    if too_big:  # status not-run, like a workload the run never reached, with the reason
+        record["reason"] = too_big
+        record["energy"] = energy_absent("not measured: does not fit the device's memory")
+        return record
     window = _EnergyWindow(meter) if meter is not None else None
     hooks = (window.start, window.stop) if window is not None else ()
     try:
@@ -328,6 +345,9 @@ def measure_workload(
         return record
     record["status"] = STATUS_OK
     record["energy"] = _window_energy(window, available.reason, spec, result)
+    emulated = low_precision_unavailable(spec.dtype, device) if spec.dtype == "fp8" else ""
+    if emulated:  # measured, but a rate of torch's emulation, not of fp8 units
+        record["reason"] = f"emulated: {emulated}"
     if (
         whole_budget is None
         and result.stopped_by == "budget"
@@ -401,6 +421,8 @@ class RunRequest:
     # The mapping's knob settings (`--knob`, checked by bundle/knobs.parse_settings): they hold
     # for the whole run, calibration included, so the ceilings follow them.
     settings: dict = field(default_factory=dict)
+    # Measure even when the projected duration passes the profile's confirm_above_s (--yes).
+    yes: bool = False
 
 
 def plan(request: RunRequest) -> list[WorkloadSpec]:
@@ -458,8 +480,13 @@ def mark_interrupted(doc: dict) -> None:
             record["energy"] = energy_absent(record["reason"])
 
 
-def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None = None) -> dict:
-    """Measure the planned workloads and return the raw run document (not yet analysed)."""
+def run(
+    request: RunRequest, on_progress: Callable[[str, int, int], None] | None = None,
+    on_projection: Callable[[str], None] | None = None,
+) -> dict:
+    """Measure the planned workloads and return the raw run document (not yet analysed);
+    `on_projection` is told the projected duration (profiles with confirm_above_s) before
+    any workload is measured."""
     specs = plan(request)
     device = resolve_device(request.device)
     if request.threads is not None:
@@ -486,8 +513,30 @@ def run(request: RunRequest, on_progress: Callable[[str, int, int], None] | None
             for s in specs
         ]  # fmt: skip
         _measure_all(request, doc, specs, device, energy, mapping, progress, plan_of_rounds,
-                     started)
+                     started, on_projection)  # fmt: skip
     return doc
+
+
+def confirm_projection(
+    request: RunRequest, specs: Sequence[WorkloadSpec], ceilings_doc: dict, device: torch.device,
+    settings: dict, rounds: int, on_projection: Callable[[str], None] | None,
+) -> None:
+    """Tell the projected sampling time; a UsageError above the profile's limit without --yes."""
+    profile = suite_profile(request.profile)
+    free = memory_fit.available_bytes(device)
+    projected = projection.project(
+        [predicted_call_s(s, ceilings_doc, settings, device.type) for s in specs],
+        [bool(memory_fit.does_not_fit(s, *free)) for s in specs], profile.sampling, rounds,
+    )  # fmt: skip
+    if on_projection is not None:
+        on_projection(f"{request.profile} on {device}: {projected.text()}")
+    limit = profile.confirm_above_s
+    if limit is not None and projected.total_s > limit and not request.yes:
+        raise UsageError(
+            f"--profile {request.profile} on {device}: {projected.text()}, over the "
+            f"{limit / 60:g} min this profile runs without asking; pass --yes to measure it "
+            "anyway, or --only to pick cells"
+        )
 
 
 def record_compiles(specs, records, device, mapping, progress) -> None:
@@ -508,6 +557,7 @@ def _measure_all(
     request: RunRequest, doc: dict, specs: list[WorkloadSpec], device: torch.device,
     energy: EnergySource, mapping: KnobMapping, progress: Callable[[str, int, int], None],
     plan_of_rounds: rounds_mod.RoundPlan, started: float,
+    on_projection: Callable[[str], None] | None = None,
 ) -> None:
     """Ceilings, the rounds and the overhead phase of the document being written, under the
     run's mapping; Ctrl-C is data."""
@@ -523,6 +573,9 @@ def _measure_all(
         )  # fmt: skip
         doc["ceilings"] = obtained.ceilings()
         phases["ceilings"] = time.time() - started
+        if profile.confirm_above_s is not None:
+            confirm_projection(request, specs, doc["ceilings"], device, mapping.settings,
+                               plan_of_rounds.rounds, on_projection)  # fmt: skip
         builder = rounds_mod.BuildCache(mapping.build, keep_all=mapping.compiler is not None)
         measure_rounds(specs, records, plan_of_rounds, policy, doc["ceilings"], device, energy,
                        progress, builder, mapping.settings)  # fmt: skip

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from reviewkit.common.errors import UsageError
 from reviewkit.suite.profiles import suite_profile
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
@@ -272,6 +273,8 @@ def distributed_specs(profile: str, dtypes, world_size: int, only: str | None = 
     the straggler probes (suite workloads, same ids as a single-process run's)."""
     from reviewkit.suite import workloads as suite
 
+    if suite_profile(profile).workload_set != "core":
+        raise UsageError(f"--profile {profile} has no distributed part; use smoke, quick or full")
     out = []
     for dtype in dtypes:
         out += [collective_spec(msg, dtype, world_size) for msg in messages(profile)]

@@ -47,6 +47,17 @@ MODEL_FLOOR_SEQ = 16
 # grain of one row: as many rows as threads keeps every thread busy.
 ROW_PARALLEL = ("layer_norm", "softmax")
 ELEMENT_PARALLEL = ("add", "gelu", "sum", "rms_norm", "transpose_copy")
+# The serving profile's kernels have no floor rule yet, each for a reason the overhead record
+# carries (a CPU floor must dispatch the same ops on the same parallel split; a GPU's overhead
+# is measured by CUDA-graph replay and needs none).
+NO_FLOOR_RULE = {
+    "sdpa_gqa": "no floor rule for grouped-query attention yet: a floor must keep the query "
+    "heads per KV head, and CPU attention's split over them is not modelled",
+    "moe_experts_looped": "no floor rule for the looped MoE experts yet: its fixed cost is "
+    "per expert, and a floor keeping all 8 experts is not modelled",
+    "scaled_mm": "no floor rule for fp8 GEMMs: on a CPU they are emulated, so a floor would "
+    "measure the emulation's overhead, not a device's",
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reviewkit.common.files import write_text_atomic
 from reviewkit.suite import collectives
 from reviewkit.suite import workloads as suite
-from reviewkit.suite.profiles import SUITE_PROFILE_NAMES
+from reviewkit.suite.profiles import ALL_PROFILE_NAMES, SUITE_PROFILE_NAMES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -54,8 +54,9 @@ def current_record() -> dict:
         "suite": suite.suite_identity().to_json(),
         "kernel_revision": suite.KERNEL_REVISION,
         "workloads": {
-            p: {s.id: s.definition_hash() for s in suite.workloads(p)} for p in SUITE_PROFILE_NAMES
+            p: {s.id: s.definition_hash() for s in suite.workloads(p)} for p in ALL_PROFILE_NAMES
         },
+        # the serving profile has no distributed part (collectives.distributed_specs)
         "distributed": {p: _distributed(p) for p in SUITE_PROFILE_NAMES},
     }
 

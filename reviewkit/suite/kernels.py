@@ -1,6 +1,6 @@
 """Turn a workload definition into a torch callable on a device (imports torch).
 
-A change to what a builder computes must bump `suite.KERNEL_REVISION`, so the suite hash
+A change to what a builder computes must bump `definitions.KERNEL_REVISION`, so the suite hash
 records it.
 """
 
@@ -19,6 +19,7 @@ TORCH_DTYPES = {
     "bf16": torch.bfloat16,
     "fp16": torch.float16,
     "int64": torch.int64,
+    "fp8": torch.float8_e4m3fn,  # suite/serving.py's fp8 GEMM operands
 }
 # Inputs are drawn from a fixed seed so every run measures the same data.
 INPUT_SEED = 0
@@ -115,6 +116,31 @@ def build(
         q, kk, v = _inputs(spec, device, gen)
         causal = bool(p["causal"])
         return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal)
+    if k == "sdpa_gqa":
+        # grouped-query attention at torch's default backend dispatch; a decode step's single
+        # query sees every cached key, so it has no mask
+        q, kk, v = _inputs(spec, device, gen)
+        causal = bool(p["causal"])
+        return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal,
+                                                      enable_gqa=True)  # fmt: skip
+    if k == "moe_experts_looped":
+        x, gate_up, down = _inputs(spec, device, gen)
+        rows, ffn = p["rows_per_expert"], p["ffn"]
+
+        def experts() -> torch.Tensor:
+            out = torch.empty_like(x)
+            for e in range(p["experts"]):  # looped: one expert's GEMMs after another
+                a, up = F.linear(x[e * rows : (e + 1) * rows], gate_up[e]).split(ffn, dim=-1)
+                out[e * rows : (e + 1) * rows] = F.linear(F.silu(a) * up, down[e])
+            return out
+
+        return experts
+    if k == "scaled_mm":
+        a, w = _inputs(spec, device, gen)
+        one = torch.ones((), device=device)  # per-tensor scales of 1: the data is in range
+        out = TORCH_DTYPES[p["out_dtype"]]
+        # _scaled_mm takes the second operand column-major: the (n, k) weight transposed
+        return lambda: torch._scaled_mm(a, w.t(), scale_a=one, scale_b=one, out_dtype=out)
     if k == "conv2d":
         x, w = _inputs(spec, device, gen)
         if channels_last:

@@ -1,10 +1,13 @@
-"""Suite profiles: how thoroughly the suite is measured (smoke, quick, full), one record each.
+"""Suite profiles: how the suite is measured (smoke, quick, full; serving), one record each.
 
 Torch-free. A suite profile is everything that changes between a smoke, a quick and a full
 measurement: the workloads' shapes, the sampling windows, the rounds, the calibration's sizes
 and trials, the collectives' messages, and the soak's and the sweep's defaults. It is looked up
-once by name (`suite_profile`). Not to be confused with a device profile (bundle/profile.py):
-the calibrated ceilings of one device, which records the suite profile it was calibrated at.
+once by name (`suite_profile`). `serving` is not a fourth level of thoroughness but another
+workload set (suite/serving.py: prefill, decode against a KV cache, MoE experts, fp8 GEMMs at
+the shapes an accelerator serves), with the sampling its long calls need. Not to be confused
+with a device profile (bundle/profile.py): the calibrated ceilings of one device, which records
+the suite profile it was calibrated at.
 """
 
 from __future__ import annotations
@@ -83,6 +86,14 @@ class SuiteProfile:
     link_message_bytes: int  # the in-run link ceiling's broadcast
     soak_window_s: float  # `soak`'s window unless --window-s
     sweep_validity: Validity  # a `sweep` level's rules unless given
+    # Which workload set (suite/workloads.py `_profile_workloads`): "core" or "serving".
+    workload_set: str = "core"
+    # The suite profile whose device profile (calibrated ceilings) a run divides by: its own
+    # name (None) or a core profile's, so a serving run reuses a cached quick or full calibration.
+    calibrate_as: str | None = None
+    # A run projected (measure/projection.py) above this many seconds asks for `--yes` first;
+    # None: never asks.
+    confirm_above_s: float | None = None
 
 
 # Default sampling of quick and full floors. A floor call takes microseconds: 40 samples and
@@ -229,12 +240,58 @@ FULL = SuiteProfile(
     sweep_validity=Validity(min_duration_s=10.0, min_queries=1000, max_level_s=600.0),
 )
 
+# Why the serving profile's values are what they are:
+# - sampling: an accelerator call of the serving shapes takes 0.1-50 ms (a decode step to a
+#   16k-token prefill GEMM); 10 samples and 0.25 s give a median and a p90 at both ends (2,500
+#   samples of a 0.1 ms call are capped at 500), and the 6 s budget bounds a CPU, where the
+#   same calls take seconds: the slow-path guard skips a cell whose warm-up and one call
+#   cannot fit it.
+# - rounds: three, the fewest that show round-to-round drift, each a third of the budget.
+# - calibrate_as: the ceilings are the device's, not the workloads': a quick or full device
+#   profile serves (quick's sizes when it must calibrate).
+# - calibration_*, stream/dram bytes, collective_tokens, link bytes, soak, sweep: quick's
+#   (the serving profile has no distributed part, soak or sweep of its own).
+# - confirm_above_s: half an hour is more than a serving run takes on any accelerator (a few
+#   minutes at 6 s per cell), so a longer projection means a CPU grinding through it: ask.
+SERVING = SuiteProfile(
+    name="serving",
+    shapes=QUICK.shapes,
+    sampling=SamplingPolicy(
+        warmup_calls=2,
+        warmup_s=0.02,
+        min_samples=10,
+        min_time_s=0.25,
+        max_samples=500,
+        budget_s=6.0,
+    ),
+    floor_sampling=FLOOR_POLICY,
+    rounds=3,
+    ab_rounds=10,
+    ab_min_time_s=1.5,
+    ab_min_samples=30,
+    calibration_gemm_sizes=QUICK.calibration_gemm_sizes,
+    calibration_conv_shapes=QUICK.calibration_conv_shapes,
+    calibration_trials=QUICK.calibration_trials,
+    stream_bytes_per_call=QUICK.stream_bytes_per_call,
+    dram_copy_min_bytes=QUICK.dram_copy_min_bytes,
+    collective_tokens=QUICK.collective_tokens,
+    link_message_bytes=QUICK.link_message_bytes,
+    soak_window_s=QUICK.soak_window_s,
+    sweep_validity=QUICK.sweep_validity,
+    workload_set="serving",
+    calibrate_as=QUICK.name,
+    confirm_above_s=30 * 60.0,
+)
+
 # Least thorough first. A device profile calibrated at a more thorough suite profile serves a
 # lighter run (one calibrated at `full` serves a `quick` run), never the other way round.
 SUITE_PROFILES = (SMOKE, QUICK, FULL)
 SUITE_PROFILE_NAMES = tuple(p.name for p in SUITE_PROFILES)
+# Profiles of another workload set, outside the thoroughness order (and the distributed part).
+WORKLOAD_SET_PROFILES = (SERVING,)
+ALL_PROFILE_NAMES = (*SUITE_PROFILE_NAMES, *(p.name for p in WORKLOAD_SET_PROFILES))
 DEFAULT_SUITE_PROFILE = QUICK.name
-_BY_NAME = {p.name: p for p in SUITE_PROFILES}
+_BY_NAME = {p.name: p for p in (*SUITE_PROFILES, *WORKLOAD_SET_PROFILES)}
 
 
 def suite_profile(name: str) -> SuiteProfile:
@@ -243,5 +300,5 @@ def suite_profile(name: str) -> SuiteProfile:
         return _BY_NAME[name]
     except KeyError:
         raise UsageError(
-            f"--profile {name!r} is unknown; choose one of {', '.join(SUITE_PROFILE_NAMES)}"
+            f"--profile {name!r} is unknown; choose one of {', '.join(ALL_PROFILE_NAMES)}"
         ) from None

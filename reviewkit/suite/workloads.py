@@ -21,25 +21,40 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from reviewkit.common.errors import UsageError
 from reviewkit.common.hashing import sha256_json
-from reviewkit.suite.profiles import SUITE_PROFILE_NAMES, suite_profile
+from reviewkit.suite import serving
+from reviewkit.suite.definitions import (  # noqa: F401 (re-exported: the suite's vocabulary)
+    BERT_BASE,
+    ELEMENT_BYTES,
+    GPT2_SMALL,
+    KERNEL_REVISION,
+    LLAMA2_7B,
+    LLAMA3_8B,
+    RESNET50_STAGES,
+    ModelDims,
+    TensorSpec,
+    WorkloadSpec,
+    attention_pairs,
+    conv2d,
+    id_slug,
+    linear,
+    make_workload_id,
+)
+from reviewkit.suite.profiles import ALL_PROFILE_NAMES, suite_profile
 
 SUITE_NAME = "reviewkit-core"
 # A changed definition is a new SUITE_VERSION: `python -m reviewkit.suite.history` records it.
-# Bump when a kernel's implementation in reviewkit/kernels.py changes what it computes:
-# the revision is part of every definition, so the suite hash changes with it.
-SUITE_VERSION = "1.1"  # 1.1: the model at three (batch, seq) cells
-KERNEL_REVISION = 1
+# A kernel whose implementation changes bumps definitions.KERNEL_REVISION.
+SUITE_VERSION = "1.2"  # 1.1: the model at three (batch, seq) cells; 1.2: the serving profile
 
 DTYPES = ("fp32", "bf16", "fp16")
 # The dtypes a device profile can hold a compute ceiling for: the suite's, and the integer and
 # fp8 GEMMs a quantized mapping runs on (a ceiling belongs to its dtype: an int8 kernel divided
 # by the fp32 peak reads above 100%). Calibrated on request (`calibrate --dtype int8,fp8`).
 CEILING_DTYPES = (*DTYPES, "int8", "fp8")
-ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int64": 8}
 
 LAYER_TYPES = (
     "gemm",
@@ -67,80 +82,6 @@ ADD_FLOPS_PER_ELEMENT = 1
 SUM_FLOPS_PER_ELEMENT = 1
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: str
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * ELEMENT_BYTES[self.dtype]
-
-    def to_json(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype}
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """What is measured: identity only, no samples (torch's TaskSpec, not its Measurement)."""
-
-    id: str
-    layer_type: str
-    kernel: str
-    source_model: str
-    dtype: str
-    inputs: tuple[TensorSpec, ...]
-    params: dict = field(default_factory=dict)
-    matmul_flops: int = 0
-    other_flops: int = 0
-    bytes: int = 0
-
-    @property
-    def flops(self) -> int:
-        return self.matmul_flops + self.other_flops
-
-    def definition(self) -> dict:
-        """The canonical definition that the suite hash covers."""
-        d = asdict(self)
-        d["inputs"] = [t.to_json() for t in self.inputs]
-        d["kernel_revision"] = KERNEL_REVISION
-        return d
-
-    def definition_hash(self) -> str:
-        return sha256_json(self.definition())[:16]
-
-
-# --- model configurations the shapes come from -------------------------------------------
-# Public configs: BERT-base (Devlin et al. 2019), GPT-2 small (Radford et al. 2019, HF config),
-# Llama-2-7B (Touvron et al. 2023), Llama-3-8B (Meta's config.json), ResNet-50 (He et al. 2016).
-@dataclass(frozen=True)
-class ModelDims:
-    name: str
-    hidden: int
-    heads: int
-    ffn: int
-    vocab: int
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-
-BERT_BASE = ModelDims("BERT-base", 768, 12, 3072, 30522)
-GPT2_SMALL = ModelDims("GPT-2 small", 768, 12, 3072, 50257)
-LLAMA2_7B = ModelDims("Llama-2-7B", 4096, 32, 11008, 32000)
-LLAMA3_8B = ModelDims("Llama-3-8B", 4096, 32, 14336, 128256)
-# (channels, spatial size) of the 3x3 convolution in each ResNet-50 stage at 224x224 input.
-RESNET50_STAGES = {"stage1": (64, 56), "stage2": (128, 28), "stage3": (256, 14), "stage4": (512, 7)}
-
-
 SMOKE_HIDDEN = 64  # small enough that the whole smoke profile runs in seconds on a laptop
 SMOKE_HEADS = 4
 
@@ -158,38 +99,6 @@ def smoke_dims(dims: ModelDims) -> ModelDims:
 
 
 # --- one builder per kernel: shapes in, definition with FLOPs and bytes out --------------
-
-
-def id_slug(text: str) -> str:
-    return (
-        text.lower()
-        .replace(" (scaled to hidden ", "-s")
-        .replace(" for smoke)", "")
-        .replace(" ", "-")
-        .replace(".", "")
-    )
-
-
-def make_workload_id(layer_type: str, name: str, shape_tag: str, dtype: str) -> str:
-    return f"{layer_type}.{name}.{shape_tag}.{dtype}"
-
-
-def linear(
-    model: ModelDims, part: str, batch: int, seq: int, k: int, n: int, dtype: str
-) -> WorkloadSpec:
-    m = batch * seq
-    x, w = TensorSpec((m, k), dtype), TensorSpec((n, k), dtype)
-    return WorkloadSpec(
-        id=make_workload_id("gemm", f"{id_slug(model.name)}-{part}", f"b{batch}s{seq}", dtype),
-        layer_type="gemm",
-        kernel="linear",
-        source_model=model.name,
-        dtype=dtype,
-        inputs=(x, w),
-        params={"batch": batch, "seq": seq, "m": m, "k": k, "n": n, "part": part},
-        matmul_flops=2 * m * k * n,
-        bytes=x.nbytes + w.nbytes + m * n * ELEMENT_BYTES[dtype],
-    )
 
 
 def bmm(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
@@ -210,11 +119,6 @@ def bmm(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
     )
 
 
-def attention_pairs(seq: int, causal: bool) -> int:
-    """Query-key pairs a kernel must compute: all S*S, or S(S+1)/2 under a causal mask."""
-    return seq * (seq + 1) // 2 if causal else seq * seq
-
-
 def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str) -> WorkloadSpec:
     h, d = model.heads, model.head_dim
     qkv = TensorSpec((batch, h, seq, d), dtype)
@@ -232,33 +136,6 @@ def sdpa(model: ModelDims, batch: int, seq: int, causal: bool, dtype: str) -> Wo
         # QK^T and PV: 2 FLOPs per multiply-add, d per pair, two matmuls.
         matmul_flops=4 * batch * h * d * attention_pairs(seq, causal),
         bytes=4 * qkv.nbytes,
-    )
-
-
-def conv2d(
-    stage: str, batch: int, channels: int, size: int, kernel: int, dtype: str
-) -> WorkloadSpec:
-    pad = kernel // 2
-    x = TensorSpec((batch, channels, size, size), dtype)
-    w = TensorSpec((channels, channels, kernel, kernel), dtype)
-    out = batch * channels * size * size  # stride 1, "same" padding
-    return WorkloadSpec(
-        id=make_workload_id("conv", f"resnet-50-{stage}-conv{kernel}x{kernel}", f"n{batch}", dtype),
-        layer_type="conv",
-        kernel="conv2d",
-        source_model="ResNet-50",
-        dtype=dtype,
-        inputs=(x, w),
-        params={
-            "batch": batch,
-            "channels": channels,
-            "size": size,
-            "kernel": kernel,
-            "stride": 1,
-            "padding": pad,
-        },
-        matmul_flops=2 * out * channels * kernel * kernel,
-        bytes=x.nbytes + w.nbytes + out * ELEMENT_BYTES[dtype],
     )
 
 
@@ -295,30 +172,15 @@ def _vector_op(
 def layer_norm(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     d = model.hidden
     affine = (TensorSpec((d,), dtype), TensorSpec((d,), dtype))
-    return _vector_op(
-        "norm",
-        "layer_norm",
-        "layernorm",
-        model,
-        (tokens, d),
-        dtype,
-        LAYER_NORM_FLOPS_PER_ELEMENT,
-        extra_inputs=affine,
-    )
+    return _vector_op("norm", "layer_norm", "layernorm", model, (tokens, d), dtype,
+                      LAYER_NORM_FLOPS_PER_ELEMENT, extra_inputs=affine)  # fmt: skip
 
 
 def rms_norm(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     d = model.hidden
-    return _vector_op(
-        "norm",
-        "rms_norm",
-        "rmsnorm",
-        model,
-        (tokens, d),
-        dtype,
-        RMS_NORM_FLOPS_PER_ELEMENT,
-        extra_inputs=(TensorSpec((d,), dtype),),
-    )
+    weight = (TensorSpec((d,), dtype),)
+    return _vector_op("norm", "rms_norm", "rmsnorm", model, (tokens, d), dtype,
+                      RMS_NORM_FLOPS_PER_ELEMENT, extra_inputs=weight)  # fmt: skip
 
 
 def softmax(model: ModelDims, batch: int, seq: int, dtype: str) -> WorkloadSpec:
@@ -337,16 +199,8 @@ def gelu(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
 
 def residual_add(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
     shape = (tokens, model.hidden)
-    return _vector_op(
-        "elementwise",
-        "add",
-        "residual-add",
-        model,
-        shape,
-        dtype,
-        ADD_FLOPS_PER_ELEMENT,
-        extra_inputs=(TensorSpec(shape, dtype),),
-    )
+    return _vector_op("elementwise", "add", "residual-add", model, shape, dtype,
+                      ADD_FLOPS_PER_ELEMENT, extra_inputs=(TensorSpec(shape, dtype),))  # fmt: skip
 
 
 def row_sum(model: ModelDims, tokens: int, dtype: str) -> WorkloadSpec:
@@ -505,6 +359,9 @@ def gpt_decoder(model: ModelDims, layers: int, batch: int, seq: int, dtype: str)
 
 
 def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
+    if suite_profile(profile).workload_set == "serving":
+        yield from serving.serving_workloads(dtype)
+        return
     p = suite_profile(profile).shapes
     scale = smoke_dims if p.smoke else (lambda dims: dims)
     bert, gpt2, llama2, llama3 = map(scale, (BERT_BASE, GPT2_SMALL, LLAMA2_7B, LLAMA3_8B))
@@ -545,7 +402,10 @@ def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
 
 def default_model(profile: str, dtype: str) -> WorkloadSpec:
     """The profile's primary end-to-end model cell: what sweeps and soaks run by default."""
-    return next(s for s in _profile_workloads(profile, dtype) if s.layer_type == "model")
+    model = next((s for s in _profile_workloads(profile, dtype) if s.layer_type == "model"), None)
+    if model is None:
+        raise UsageError(f"--profile {profile} has no end-to-end model; use smoke, quick or full")
+    return model
 
 
 def workloads(profile: str, dtypes: Iterable[str] = DTYPES) -> list[WorkloadSpec]:
@@ -576,7 +436,7 @@ def suite_identity() -> SuiteIdentity:
     """Name, version and a hash over every definition of every profile and dtype."""
     definitions = {
         spec.id: spec.definition()
-        for profile in SUITE_PROFILE_NAMES
+        for profile in ALL_PROFILE_NAMES
         for spec in workloads(profile, DTYPES)
     }
     digest = sha256_json({"name": SUITE_NAME, "version": SUITE_VERSION, "defs": definitions})

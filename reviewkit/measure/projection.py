@@ -1,0 +1,83 @@
+"""A run's projected duration from its calls' roofline times and the sampling policy (torch-free).
+
+Before a long profile measures (the serving profile on a CPU: hours), `run` prints how long
+its sampling will take and asks for `--yes` above the profile's limit. Each call is taken at
+its roofline lower bound (runner.predicted_call_s: FLOPs at the measured compute ceiling, bytes
+at the bandwidth of the memory level that holds them), so the projection is a lower bound of
+the sampling time too, less building inputs and the overhead phase.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reviewkit.suite.profiles import SamplingPolicy
+
+MINUTE_S = 60.0
+
+
+@dataclass(frozen=True)
+class Projection:
+    total_s: float
+    workloads: int
+    skipped: int  # over the budget at the roofline, or not fitting memory: cost nothing
+    unknown: int  # no ceiling for the dtype (fp8 on a CPU): taken at its whole budget
+    # every measured workload at its whole budget: what a CPU, far below its roofline, comes
+    # near (a workload may pass its budget by part of its last round)
+    most_s: float = 0.0
+
+    def text(self) -> str:
+        parts = [f"{self.workloads - self.skipped} of {self.workloads} workloads measured"]
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped (over budget or not fitting memory)")
+        if self.unknown:
+            parts.append(f"{self.unknown} without a ceiling taken at their whole budget")
+        return (f"projected sampling time at least {self.total_s / MINUTE_S:.1f} min from the "
+                f"device profile's ceilings, {self.most_s / MINUTE_S:.1f} min if every "
+                f"workload used its whole budget ({'; '.join(parts)})")  # fmt: skip
+
+
+def round_s(call_s: float, policy: SamplingPolicy, rounds: int, first: bool) -> float:
+    """One round of a workload whose every call takes `call_s` (measure/rounds.round_policy's
+    share of the policy; timing.collect_samples' stopping rules)."""
+    warmup_calls = policy.warmup_calls if first else 1
+    warmup = max(warmup_calls * call_s, math.ceil(policy.warmup_s / rounds / call_s) * call_s)
+    wanted = max(math.ceil(policy.min_samples / rounds) * call_s, policy.min_time_s / rounds)
+    sampled = min(wanted, math.ceil(policy.max_samples / rounds) * call_s)
+    left = policy.budget_s / rounds - warmup  # the round's budget counts its warm-up
+    return warmup + max(call_s, min(sampled, left))  # a warmed-up round takes one sample
+
+
+def workload_s(call_s: float | None, policy: SamplingPolicy, rounds: int) -> float | None:
+    """A workload's time over all its rounds; None where the slow-path guard skips it (its
+    warm-up and one call exceed the budget); the whole budget where the call time is unknown."""
+    if call_s is None:
+        return policy.budget_s
+    if call_s * (policy.warmup_calls + 1) > policy.budget_s:
+        return None
+    call_s = max(call_s, 1e-9)  # a zero-work call still costs a little
+    total = 0.0
+    for r in range(rounds):
+        if total >= policy.budget_s:  # rounds.budget_spent: it sits out the later rounds
+            break
+        total += round_s(call_s, policy, rounds, first=r == 0)
+    return total
+
+
+def project(
+    calls: Sequence[float | None], skipped: Sequence[bool], policy: SamplingPolicy, rounds: int
+) -> Projection:
+    """The projection of the workloads whose roofline call times are `calls` (None: unknown),
+    those marked `skipped` (not fitting memory) costing nothing."""
+    total, n_skipped, unknown = 0.0, 0, 0
+    for call_s, skip in zip(calls, skipped, strict=True):
+        t = None if skip else workload_s(call_s, policy, rounds)
+        if t is None:
+            n_skipped += 1
+            continue
+        unknown += call_s is None
+        total += t
+    measured = len(calls) - n_skipped
+    return Projection(total, len(calls), n_skipped, unknown, measured * policy.budget_s)
