@@ -26,15 +26,7 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import (
-    compiled,
-    energy_loop,
-    environment,
-    memory_fit,
-    overhead,
-    projection,
-    sensors,
-)
+from reviewkit.measure import compiled, environment, memory_fit, overhead, projection, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.calibration import low_precision_unavailable
 from reviewkit.measure.device import (
@@ -47,6 +39,7 @@ from reviewkit.measure.device import (
     torch_build,
 )
 from reviewkit.measure.device_profile import obtain
+from reviewkit.measure.energy_loop import measure_energy_loops
 from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
 from reviewkit.suite import kernels, serving
@@ -587,7 +580,7 @@ def _measure_all(
         )  # fmt: skip
         phases["overhead"] = time.time() - begun
         if energy[0] is not None:  # windows too short for the counter: an energy-only loop
-            phases["energy_loop"] = energy_loop.measure_energy_loops(
+            phases["energy_loop"] = measure_energy_loops(
                 specs, records, device, builder, energy[0], progress)  # fmt: skip
         if mapping.compiler is not None:
             begun = time.time()
