@@ -25,7 +25,7 @@ from reviewkit.bundle.run import (
     STATUS_UNSUPPORTED,
 )
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import compiled, environment, overhead, sensors
+from reviewkit.measure import compiled, device_time, environment, overhead, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import (
     device_fingerprint,
@@ -90,6 +90,7 @@ def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
         k["cuda_matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
         k["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
         k["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+        k["l2_flush"] = False  # t_device's cold-cache flush (CUDA only): off unless --knob
     return k
 
 
@@ -150,6 +151,8 @@ def base_record(spec: WorkloadSpec, reproduce: str, not_applicable: dict | None 
         # the overhead phase fills both after the rounds (measure/overhead.py)
         "overhead": {"available": False, "method": "not-measured", "reason": "not measured"},
         "op_profile": None,
+        # t_device, the device-time phase's (measure/device_time.py)
+        "device_time": device_time.absent("not measured"),
         "reproduce": reproduce,
     }
     if not_applicable:
@@ -508,8 +511,8 @@ def _measure_all(
     energy: EnergySource, mapping: KnobMapping, progress: Callable[[str, int, int], None],
     plan_of_rounds: rounds_mod.RoundPlan, started: float,
 ) -> None:
-    """Ceilings, the rounds and the overhead phase of the document being written, under the
-    run's mapping; Ctrl-C is data."""
+    """Ceilings, the rounds, the overhead and device-time phases of the document being written,
+    under the run's mapping; Ctrl-C is data."""
     profile = suite_profile(request.profile)
     policy, records = profile.sampling, doc["workloads"]
     phases: dict[str, float] = {}
@@ -532,6 +535,10 @@ def _measure_all(
             mapping.eager_build if mapping.compiler is not None else None,
         )  # fmt: skip
         phases["overhead"] = time.time() - begun
+        begun = time.time()
+        device_time.measure_device_times(specs, records, device, builder, progress,
+                                         bool(mapping.settings.get("l2_flush", False)))
+        phases["device_time"] = time.time() - begun
         if mapping.compiler is not None:
             begun = time.time()
             record_compiles(specs, records, device, mapping, progress)
