@@ -35,6 +35,13 @@ TARGET_WINDOW_S = 2e-3
 # The most calls one captured graph holds: its nodes cost capture time and host memory, and at
 # 2 ms a window needs more only for calls under 2 us, which replays of the graph then cover.
 MAX_GRAPH_LAUNCHES = 1000
+# The most units (calls, or graph replays) one sample runs: a 2 ms window of calls of 20 ns, far
+# below any suite workload; it bounds a sample whose window reads as 0 on a coarse clock.
+MAX_UNITS_PER_SAMPLE = 100_000
+# Units timed alone to size a sample, the fastest taken: a thread descheduled mid-call (a
+# busy 2-core host stalls for milliseconds) only lengthens a window, and one stalled probe
+# sized whole samples at one call on the EPYC VM.
+CALIBRATION_PROBES = 3
 # The flush buffer is this many times the L2: writing it evicts every line the call left.
 L2_FLUSH_L2_MULTIPLE = 2
 # Ten windows per workload: a median and a quartile spread (noisy) that one slow window does not
@@ -122,11 +129,23 @@ def graph_launches(call_s: float) -> int:
     return max(1, min(MAX_GRAPH_LAUNCHES, math.ceil(TARGET_WINDOW_S / call_s)))
 
 
-def repeats(window_s: float) -> int:
-    """Units per sample so a sample's window is at least TARGET_WINDOW_S."""
+def repeats(window_s: float, units: int = 1) -> int:
+    """Units per sample so a sample's window is at least TARGET_WINDOW_S, from a window of
+    `units` of them; at most MAX_UNITS_PER_SAMPLE."""
     if window_s <= 0:
-        return MAX_GRAPH_LAUNCHES  # below the clock: as many as a graph holds
-    return max(1, math.ceil(TARGET_WINDOW_S / window_s))
+        return MAX_UNITS_PER_SAMPLE  # below the clock
+    return max(1, min(MAX_UNITS_PER_SAMPLE, math.ceil(units * TARGET_WINDOW_S / window_s)))
+
+
+def calibrated_repeats(unit: Callable[[], object], window: Window) -> int:
+    """Units per sample: one unit run once to warm up (a first call pays one-off costs), the
+    fastest of CALIBRATION_PROBES timed alone, then a window of that many timed and, if it
+    fell short of the target (the timed unit was slower than the rest), the count scaled up
+    to it once."""
+    window(unit, 1)
+    reps = repeats(min(window(unit, 1) for _ in range(CALIBRATION_PROBES)))
+    measured_s = window(unit, reps)
+    return reps if measured_s >= TARGET_WINDOW_S else repeats(measured_s, reps)
 
 
 def absent(reason: str, l2_flush: bool = False) -> dict:
@@ -171,7 +190,7 @@ def measure_device_time(
         window = window or host_window(synchroniser(device))
         if l2_flush:
             record["l2_flush_reason"] = CPU_FLUSH_NOT_APPLIED.format(device=device.type.upper())
-    reps = repeats(window(unit, 1))  # the first window is the warm-up's first call too
+    reps = calibrated_repeats(unit, window)
     launches = reps * per_unit
     sampled = collect_samples(lambda: window(unit, reps) / launches, policy)
     if not sampled.samples_s:
