@@ -19,6 +19,11 @@ from reviewkit.bundle.records import Workload
 
 # The fewest t_device samples whose quartiles judge noise (below it one window decides).
 NOISE_MIN_SAMPLES = 5
+# The timer whose per-call samples carry launch jitter (measure/device_time.CUDA_EVENTS). A
+# CPU has no launch to jitter, and its ten t_device windows span some 20 ms of the machine
+# where t's samples span every round: on the 2-core VM t_device's flag flipped either way from
+# run to run, so a CPU keeps t's own judgement.
+CUDA_EVENTS = "cuda-events"
 
 
 @dataclass(frozen=True)
@@ -32,8 +37,9 @@ class DeviceTiming:
     iqr_s: float
     # Over NOISE_IQR_OVER_MEDIAN; what the workload's `noisy` flag says when `judges_noise`.
     noisy: bool
-    # Whether the workload's noisy flag is judged on t_device: more than one launch per sample
-    # (the per-call jitter was spread over many), and enough samples for quartiles.
+    # Whether the workload's noisy flag is judged on t_device: timed with CUDA events, more
+    # than one launch per sample (the per-call launch jitter spread over many), and enough
+    # samples for quartiles.
     judges_noise: bool
     launch_overhead_s: float  # max(0, t - t_device): the launch cost a call exposes
     launch_overhead_fraction: float  # of t
@@ -52,6 +58,7 @@ def read(w: Workload, per_call: SampleStats) -> DeviceTiming | None:
         return None
     p25, p50, p75 = (float(v) for v in np.percentile(np.asarray(samples, float), [25, 50, 75]))
     launches = int(record.get("launches_per_sample") or 1)
+    judges = record.get("timer") == CUDA_EVENTS and launches > 1
     t = per_call.p50_s
     exposed = max(0.0, t - p50)
     return DeviceTiming(
@@ -61,7 +68,7 @@ def read(w: Workload, per_call: SampleStats) -> DeviceTiming | None:
         p50_s=p50,
         iqr_s=p75 - p25,
         noisy=bool(p50 > 0 and (p75 - p25) / p50 > NOISE_IQR_OVER_MEDIAN),
-        judges_noise=launches > 1 and len(samples) >= NOISE_MIN_SAMPLES,
+        judges_noise=judges and len(samples) >= NOISE_MIN_SAMPLES,
         launch_overhead_s=exposed,
         launch_overhead_fraction=exposed / t if t > 0 else 0.0,
         kernel_flops_per_s=w.flops / p50 if p50 > 0 else float("inf"),
@@ -71,9 +78,9 @@ def read(w: Workload, per_call: SampleStats) -> DeviceTiming | None:
 
 def noisy(per_call: SampleStats, timing: DeviceTiming | None) -> bool:
     """The workload's noisy flag: t_device's spread where it judges noise, else t's. A per-call
-    sample of a 10-100 us GPU call carries the host's launch jitter, which is no noise of the
-    call; one launch per sample (a call of 2 ms or more) leaves t's own judgement, which sees
-    across rounds as t_device's one window cannot."""
+    CUDA-event sample of a 10-100 us GPU call carries the host's launch jitter, which is no
+    noise of the call; one launch per sample (a call of 2 ms or more) and a CPU leave t's own
+    judgement, which sees across rounds as t_device's one stretch of windows cannot."""
     if timing is not None and timing.judges_noise:
         return timing.noisy
     return per_call.noisy

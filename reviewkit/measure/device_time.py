@@ -14,6 +14,7 @@ launch as a graph would.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -28,6 +29,9 @@ from reviewkit.measure.timing import SamplingPolicy, collect_samples
 from reviewkit.suite.workloads import WorkloadSpec
 
 BACK_TO_BACK, CUDA_GRAPH, NOT_MEASURED = "back-to-back", "cuda-graph", "not-measured"
+# What timed the windows: CUDA events (whose per-call pairs also catch the host's launch
+# jitter, the reason for t_device) or the host's perf_counter.
+CUDA_EVENTS, HOST_CLOCK = "cuda-events", "host-clock"
 # One sample's window at least this long. A CUDA event pair resolves about 0.5 us, and a window
 # still exposes one launch (the graph's, 5-20 us host to device on the H200 sample): at 2 ms a
 # 20 us launch is 1% of the window, the event's resolution 0.025%.
@@ -49,6 +53,9 @@ L2_FLUSH_L2_MULTIPLE = 2
 # gets its warm-up and four samples); the samples are never fewer than one.
 DEVICE_TIME_POLICY = SamplingPolicy(warmup_calls=1, warmup_s=0.0, min_samples=10,
                                     min_time_s=0.0, max_samples=10, budget_s=0.5)  # fmt: skip
+# The fewest windows a workload's budget holds, whatever its call: the warm-up and two samples
+# (in a smoke run on the busy 2-core VM one workload's warm-up call used the whole 0.5 s).
+MIN_BUDGET_WINDOWS = 3
 SAMPLE_DIGITS = 12  # picoseconds: a window / N resolves below the per-call samples' nanosecond
 
 CPU_FLUSH_NOT_APPLIED = (
@@ -166,13 +173,16 @@ def measure_device_time(
     """The `device_time` record of one workload whose call is fn and per-call median call_s.
 
     On CUDA without the flush: a graph of graph_launches(call_s) calls, replayed R times per
-    window, R from one timed replay (falls back to plain back-to-back launches, with why, when
-    the capture fails). With the flush, or on another device: the call itself, R per window.
+    window, R from calibrated_repeats (falls back to plain back-to-back launches, with why,
+    when the capture fails). With the flush, or on another device: the call itself, R per
+    window (1 for a call of TARGET_WINDOW_S or more).
     Each sample is window / (R x calls per unit). `window` is a seam for tests (default: CUDA
     events on CUDA, the host clock elsewhere)."""
-    record: dict = {"available": True, "method": BACK_TO_BACK, "l2_flush": False}
+    record: dict = {"available": True, "method": BACK_TO_BACK, "timer": HOST_CLOCK,
+                    "l2_flush": False}
     unit, per_unit = fn, 1
     if device.type == "cuda":
+        record["timer"] = CUDA_EVENTS
         if l2_flush:
             flush, flush_bytes = flusher(device)
             window = window or flushed_cuda_window(flush)
@@ -190,9 +200,14 @@ def measure_device_time(
         window = window or host_window(synchroniser(device))
         if l2_flush:
             record["l2_flush_reason"] = CPU_FLUSH_NOT_APPLIED.format(device=device.type.upper())
-    reps = calibrated_repeats(unit, window)
+    # a call that alone fills the window is its own sample: no probes (a 1 s call would spend
+    # 5 s on them)
+    reps = 1 if per_unit == 1 and call_s >= TARGET_WINDOW_S else calibrated_repeats(unit, window)
     launches = reps * per_unit
-    sampled = collect_samples(lambda: window(unit, reps) / launches, policy)
+    # room for the warm-up and two samples of a call longer than a sixth of the budget
+    budget_s = max(policy.budget_s, MIN_BUDGET_WINDOWS * max(call_s, TARGET_WINDOW_S))
+    sampled = collect_samples(lambda: window(unit, reps) / launches,
+                              dataclasses.replace(policy, budget_s=budget_s))  # fmt: skip
     if not sampled.samples_s:
         return absent("the device-time warm-up used its whole budget", record["l2_flush"])
     record["launches_per_sample"] = launches

@@ -117,6 +117,7 @@ def test_graph_replay_recovers_the_kernel_time_within_one_percent(gpu):
     assert record["method"] == device_time.CUDA_GRAPH
     assert record["launches_per_sample"] == 134
     assert record["l2_flush"] is False and record["available"] is True
+    assert record["timer"] == device_time.CUDA_EVENTS
     # a window: the first replay's gap g, then 2 x 1340 us of kernels (the second replay is
     # queued while the first runs): (2680 + g) / 134 us. After the calibration (gaps 2, 6, 10,
     # 14, 18, 2) each sample takes two gaps, the first exposed: the warm-up g = 6, then 14, 2,
@@ -210,6 +211,7 @@ def test_on_a_cpu_t_device_is_the_batched_host_clock_and_at_most_t():
             break
     assert statistics.median(record["samples_s"]) <= t
     assert record["method"] == device_time.BACK_TO_BACK and record["available"]
+    assert record["timer"] == device_time.HOST_CLOCK
     # a call of a few us: hundreds of calls fill the 2 ms window
     assert record["launches_per_sample"] >= 100
     assert len(record["samples_s"]) == device_time.DEVICE_TIME_POLICY.min_samples
@@ -272,9 +274,9 @@ def test_a_cpu_run_records_t_device_for_every_measured_workload(smoke_run):
         timing = w.device_timing
         assert timing.p50_s == pytest.approx(statistics.median(w.device_time["samples_s"]))
         assert timing.launch_overhead_s == max(0.0, w.stats.p50_s - timing.p50_s)
-        # the flag follows t_device where it judges noise, else t's own
-        expected = timing.noisy if timing.judges_noise else w.stats.noisy
-        assert ("noisy" in w.flags) is expected
+        # on a CPU the flag stays t's own: no launch jitter to take out
+        assert not timing.judges_noise
+        assert ("noisy" in w.flags) is w.stats.noisy
     assert run.knobs.get("l2_flush") is None  # recorded on CUDA runs, or when set
     rows = {row["id"]: row for row in summary(run)["workloads"]}
     assert rows[measured[0].id]["device_timing"] == measured[0].device_timing.to_json()
@@ -298,3 +300,18 @@ def test_on_a_gpu_a_small_kernel_is_timed_from_a_graph_and_at_most_t():
     assert record["method"] == device_time.CUDA_GRAPH and record["launches_per_sample"] > 1
     assert statistics.median(record["samples_s"]) <= t
     assert flushed["l2_flush"] is True and flushed["l2_flush_bytes"] > 0
+
+
+def test_a_call_that_fills_the_window_alone_is_its_own_sample():
+    windows = []
+
+    def window(unit, n):
+        windows.append(n)
+        return 5e-3 * n  # 5 ms a call: over the 2 ms target alone
+
+    record = device_time.measure_device_time(lambda: None, torch.device("cpu"), 5e-3,
+                                             window=window)  # fmt: skip
+    assert record["launches_per_sample"] == 1
+    # no calibration probes: the policy's one warm-up window, then its ten samples
+    assert windows == [1] * 11
+    assert record["samples_s"] == pytest.approx([5e-3] * 10)
