@@ -4,13 +4,15 @@
 #   [STEPS=name,name] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
 # STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp, gpu-run,
-# gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
+# gpu-l2-flush, gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
 # keeps the whole script inside DEADLINE_S (default 480 s):
 #   GPU track, the first half of the cores: five separate calibrations of cuda (issue 15: reproducibility of the
 #     ceilings, datasheet beside measured), a quick `reviewkit run --device cuda` (a recorded
 #     GPU bundle: the second device of issue 17's review, and with issue 28 each workload's
-#     exposed overhead by eager against CUDA-graph replay), the CUDA tests of the graph capture
+#     exposed overhead by eager against CUDA-graph replay, and issue 33's t_device: each call
+#     timed as a CUDA graph of many launches, beside its per-call t), a smoke run with the L2
+#     flushed before every t_device call (cold caches, knob l2_flush), the CUDA tests of the graph capture
 #     and the kernel-busy fallback (tests/measure/test_gpu_overhead.py, skipped without a GPU),
 #     the gemm MFU A/A on cuda, and a one-rank NCCL run (the NCCL code path of issue 16).
 #   CPU track, the second half: the harness against a bare torch.distributed loop with a core per
@@ -57,12 +59,16 @@ gpu_track() {
     --parts calibrate --device cuda --n 5
   step nccl-1rank "$gpu_cores" 60 "$py" -m reviewkit run --distributed --nproc 1 --device cuda \
     --profile smoke --out "$work/gpu-smoke-nccl-1rank"
-  step gpu-graphs "$gpu_cores" 60 "$py" -m pytest -q -p no:randomly tests/measure/test_gpu_overhead.py
+  step gpu-graphs "$gpu_cores" 60 "$py" -m pytest -q -p no:randomly tests/measure/test_gpu_overhead.py \
+    tests/measure/test_device_time.py -k "not cpu_run"
   # issue 30: the int8 and fp8 GEMM ceilings, and the power limit and clocks (`conditions`)
   step gpu-lowp "$gpu_cores" 90 "$py" -m reviewkit calibrate --device cuda --profile smoke \
     --dtype fp32,int8,fp8 --float32-matmul-precision high --out "$work/gpu-lowp-profile.json"
   step gpu-run "$gpu_cores" 200 "$py" -m reviewkit run --device cuda --profile quick \
     --out "$work/gpu-quick-h200"
+  # issue 33: t_device with cold caches (a buffer twice the L2 written between calls)
+  step gpu-l2-flush "$gpu_cores" 60 "$py" -m reviewkit run --device cuda --profile smoke \
+    --knob l2_flush=on --out "$work/gpu-smoke-l2-flush"
   step gpu-aa-mfu "$gpu_cores" 120 "$py" benchmarks/calibration_reproducibility.py \
     --parts aa-mfu --device cuda
   step gpu-probes "$gpu_cores" 60 "$py" benchmarks/gpu_probes.py --device cuda

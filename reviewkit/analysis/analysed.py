@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from reviewkit.analysis.bottleneck import Decomposition
+from reviewkit.analysis.device_time import DeviceTiming
 from reviewkit.analysis.stats import SampleStats
 from reviewkit.bundle.records import Run, Workload
 from reviewkit.bundle.run import STATUS_OK
@@ -118,7 +119,7 @@ class ScalingEfficiency:
 ANALYSED_ORDER = (
     "stats", "mfu", "bandwidth_util", "achieved_flops_per_s", "arithmetic_intensity",
     "compute_time_s", "memory_time_s", "fractions", "bottleneck", "memory_level", "decomposition",
-    "overhead_method", "lever", "fusion_headroom_fraction", "flags",
+    "overhead_method", "lever", "fusion_headroom_fraction", "device_timing", "flags",
 )  # fmt: skip
 
 
@@ -141,6 +142,8 @@ class AnalysedWorkload(Workload):
     overhead_method: str | None = None
     lever: str | None = None
     fusion_headroom_fraction: float | None = None
+    # t_device beside t (analysis/device_time.py); None where it was not measured.
+    device_timing: DeviceTiming | None = None
     flags: tuple[str, ...] = ()
     skew: Skew | None = None  # multi-rank runs only
     collective: CollectiveBandwidth | None = None  # a multi-rank run's collectives only
@@ -164,7 +167,7 @@ class AnalysedWorkload(Workload):
         out = super().to_json()
         for key in ANALYSED_ORDER:
             value = getattr(self, key)
-            if key in ("stats", "decomposition") and value is not None:
+            if key in ("stats", "decomposition", "device_timing") and value is not None:
                 value = value.to_json()
             out[key] = list(value) if key == "flags" else value
         if self.multi_rank:

@@ -40,7 +40,9 @@ FASTER_THAN_ROOFLINE = "faster-than-roofline"
 OVERHEAD_OVERESTIMATED = "overhead-overestimated"
 BELOW_ROOF = "below-roof"
 TAIL_RISK = "tail-risk"
-NOISY = "noisy"  # IQR / median above stats.NOISE_IQR_OVER_MEDIAN
+# IQR / median above stats.NOISE_IQR_OVER_MEDIAN, of t_device where it judges noise
+# (analysis/device_time.noisy), else of t
+NOISY = "noisy"
 # The level a bundle's single bandwidth ceiling was measured at, before device profiles.
 MAIN_MEMORY = "main memory"
 # Layer types whose call dispatches several ops: classified by their per-op roof.
@@ -335,7 +337,7 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
     checked (and re-derived after a fix to this module) without re-measuring. `below_roof_share`
     is the rubric's (None: the default rubric's).
     """
-    from reviewkit.analysis import distributed
+    from reviewkit.analysis import device_time, distributed
     from reviewkit.analysis import overhead as overhead_mod
     from reviewkit.analysis.stats import summarise
 
@@ -373,6 +375,7 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
             analysed.append(AnalysedWorkload(**base, stats=st, flags=("no-ceiling",)))
             continue
         o = overhead_mod.read(w, st)
+        timing = device_time.read(w, st)  # t_device beside t; t stays the one divided by
         r = roofline(
             w.flops, w.bytes, st.p50_s, peak, bw,
             communication_time(w, link, latency), o.overhead_s,
@@ -395,7 +398,8 @@ def analyse_run(run: Run, below_roof_share: float | None = None) -> AnalysedRun:
             bottleneck=r.bottleneck,
             lever=lever(d),
             fusion_headroom_fraction=r.fusion_headroom_fraction,
-            flags=tuple(flags(r, st.tail_ratio, st.noisy)
+            device_timing=timing,
+            flags=tuple(flags(r, st.tail_ratio, device_time.noisy(st, timing))
                         + ([SET_THE_CEILING] if w.id in set_it else [])),
         ))  # fmt: skip
         by_dtype.setdefault(w.dtype, []).append((w.layer_type, r))

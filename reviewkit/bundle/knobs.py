@@ -102,6 +102,13 @@ def _quantization(kernel: str, dtype: str, device_type: str, value: object) -> s
     return ""  # int8-weight-only and fp8 take any float activations (fp8 emulated on a CPU)
 
 
+def _cuda_only(kernel: str, dtype: str, device_type: str, value: object) -> str:
+    if not value or device_type == "cuda":
+        return ""  # off is how every workload runs anyway
+    return (f"the L2 flush between calls applies to t_device on CUDA only (measure/"
+            f"device_time.py); this is {device_type}")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Knob:
     """One knob as a run records it (its `knobs` key) and as a command takes it (KEY=VALUE)."""
@@ -151,6 +158,10 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("sparsity", "the weight matrices pruned by magnitude: 2:4 semi-structured (CUDA), or "
          "unstructured-N, N percent of each row's weights zeroed and stored CSR", SPARSITIES,
          applies=_sparsity),
+    Knob("l2_flush", "a buffer twice the L2 written before each call of t_device (CUDA "
+         "only), outside its timing: cold-cache device times", tuple(BOOLEANS),
+         not_in_process="ab times per-call samples only; t_device is a phase of `run`",
+         applies=_cuda_only),
     Knob("device", "the device measured",
          not_in_process="one process measures one device here; a comparison across devices "
          "is two runs",

@@ -22,7 +22,7 @@ ANALYSED_WORKLOAD_KEYS = frozenset({
     "stats", "mfu", "bandwidth_util", "achieved_flops_per_s", "arithmetic_intensity",
     "compute_time_s", "memory_time_s", "fractions", "bottleneck", "memory_level",
     "decomposition", "overhead_method", "lever", "fusion_headroom_fraction", "flags", "skew",
-    "collective",
+    "collective", "device_timing",
 })  # fmt: skip
 ANALYSED_DISTRIBUTED_KEYS = frozenset({"stragglers", "scaling"})
 # A field whose JSON key is not its name (the suite profile is `profile` on disk).
@@ -112,6 +112,8 @@ class Workload(_Record):
     energy: Mapping[str, Any] | None = None  # the metered reading, or why not (`available`)
     overhead: Mapping[str, Any] | None = None  # the measured exposed overhead, or why not
     op_profile: Mapping[str, Any] | None = None  # the ops one call dispatches
+    # t_device: the call timed N launches to a window, or why not (measure/device_time.py).
+    device_time: Mapping[str, Any] | None = None
     # The run's knobs that do not change how this workload runs, each with why (bundle/knobs.py).
     knobs_not_applicable: Mapping[str, str] | None = None
     # Under a compile_mode: what compiling it cost, apart from its samples (measure/compiled.py).

@@ -66,8 +66,8 @@ def slowest_table(run: AnalysedRun, n: int = SLOWEST_SHOWN) -> Table:
     ok = [w for w in run.workloads if w.stats]
     ok.sort(key=lambda w: w.stats.p50_s, reverse=True)
     t = DataTable(title=f"Slowest {min(n, len(ok))} workloads", title_justify="left")
-    columns = ("workload", "p50", "p99", "round spread", "GFLOP/s", "MFU", "overhead",
-               "roof share", "bottleneck", "flags")  # fmt: skip
+    columns = ("workload", "p50", "p99", "t_device", "round spread", "GFLOP/s", "MFU",
+               "overhead", "roof share", "bottleneck", "flags")  # fmt: skip
     for col in columns:
         t.add_column(col, justify="left" if col in ("workload", "bottleneck", "flags") else "right")
     for w in ok[:n]:
@@ -76,6 +76,7 @@ def slowest_table(run: AnalysedRun, n: int = SLOWEST_SHOWN) -> Table:
             w.id,
             time_text(s.p50_s),
             time_text(s.p99_s),
+            time_text(w.device_timing.p50_s) if w.device_timing else MISSING,
             pct(s.round_spread),
             rate_text(w.achieved_flops_per_s),
             pct(w.mfu),
@@ -85,3 +86,20 @@ def slowest_table(run: AnalysedRun, n: int = SLOWEST_SHOWN) -> Table:
             ", ".join(w.flags),
         )
     return t
+
+
+def device_time_line(run: AnalysedRun) -> str | None:
+    """One line on t_device: how many workloads have it, by what method, the median of
+    t / t_device over them, and how many judge `noisy` on it (None: none has it)."""
+    timed = [w for w in run.measured_workloads if w.device_timing]
+    if not timed:
+        return None
+    methods = sorted({w.device_timing.method for w in timed})
+    ratios = sorted(w.stats.p50_s / w.device_timing.p50_s for w in timed)
+    judged = sum(w.device_timing.judges_noise for w in timed)
+    flush = "on" if any(w.device_timing.l2_flush for w in timed) else "off"
+    return (
+        f"t_device (N launches per timed window, {'/'.join(methods)}, L2 flush {flush}): "
+        f"{len(timed)} of {len(run.measured_workloads)} workload(s); median t / t_device "
+        f"{ratios[len(ratios) // 2]:.2f}; noisy judged on t_device for {judged}"
+    )

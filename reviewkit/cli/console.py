@@ -22,7 +22,12 @@ from reviewkit.analysis.knobs import (
 from reviewkit.analysis.weights import kernel_rate, weights_lines
 from reviewkit.bundle.profile import settings_text
 from reviewkit.bundle.run import STATUS_OK
-from reviewkit.cli.bottleneck_view import layer_table, levers_lines, slowest_table
+from reviewkit.cli.bottleneck_view import (
+    device_time_line,
+    layer_table,
+    levers_lines,
+    slowest_table,
+)
 from reviewkit.cli.distributed_view import collectives_table, distributed_lines
 from reviewkit.cli.tables import DataTable, rate_text
 from reviewkit.common.format import MISSING, binary_size, change_ci, pct, points
@@ -220,6 +225,8 @@ def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> No
     if collectives is not None:
         console.print(collectives)
     console.print(slowest_table(run))
+    if timing := device_time_line(run):
+        console.print(escape(timing), highlight=False)
     problems = problems_table(run)
     if problems is not None:
         console.print(problems)
@@ -230,7 +237,8 @@ def print_run(run: AnalysedRun, console: Console, path: str | None = None) -> No
 # The fields `--json` keeps of each workload, in its order: everything but the raw samples.
 SUMMARY_FIELDS = ("id", "layer_type", "dtype", "status", "reason", "flops", "bytes", "mfu",
                   "bandwidth_util", "fractions", "decomposition", "overhead_method", "bottleneck",
-                  "lever", "fusion_headroom_fraction", "flags", "reproduce")  # fmt: skip
+                  "lever", "fusion_headroom_fraction", "device_timing", "flags",
+                  "reproduce")  # fmt: skip
 SUMMARY_STATS = ("n", "p50_s", "p95_s", "p99_s", "mean_s")
 
 

@@ -28,7 +28,7 @@ from reviewkit.bundle import knobs
 from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import compiled, overhead, runner, sensors
+from reviewkit.measure import compiled, device_time, overhead, runner, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
@@ -147,8 +147,8 @@ def ab(
 
 def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energy, started,
                    pairing, progress) -> None:
-    """Both sides' documents: ceilings, the interleaved rounds, each side's floors, and a
-    compiling side's compile costs last."""
+    """Both sides' documents: ceilings, the interleaved rounds, each side's floors and t_device
+    (each side on its own, not paired), and a compiling side's compile costs last."""
     for side in (base, cand):
         run_request = runner.RunRequest(request.profile, request.device, side.dtypes, request.only)
         doc = runner.new_run_doc(
@@ -196,12 +196,17 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
                 )  # fmt: skip
             doc["phases_s"] = {"ceilings_and_workloads": round(measured_s, 3),
                                "overhead": round(time.time() - begun, 3)}  # fmt: skip
+            begun = time.time()
+            with side.active():  # t_device of each side's workloads, as `run` has it
+                device_time.measure_device_times(side.specs, doc["workloads"], device,
+                                                 builders[side.label], progress)  # fmt: skip
+            doc["phases_s"]["device_time"] = round(time.time() - begun, 3)
         # last: measuring a warm compile resets dynamo, which drops both sides' compiled calls
         for side in (base, cand):
             if side.compiler is not None:
                 begun = time.time()
                 with side.active():
-                    runner.record_compiles(side.specs, docs[side.label]["workloads"], device,
+                    compiled.record_compiles(side.specs, docs[side.label]["workloads"], device,
                                            side, progress)  # fmt: skip
                 docs[side.label]["phases_s"]["compile_warm"] = round(time.time() - begun, 3)
         for doc in docs.values():

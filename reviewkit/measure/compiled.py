@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, replace
 
 import torch
 
+from reviewkit.bundle.run import STATUS_OK
+
 # dynamo keeps 8 compiled entries per code object, and every workload of one kernel is the same
 # lambda over other tensors: past the 8th, a workload would silently run eager. One entry per
 # workload (and per floor call) needs at most this many; a suite has a few hundred.
@@ -176,3 +178,17 @@ class Compiler:
                                                  dynamic=False))  # fmt: skip
             self.records[workload_id] = replace(self.records[workload_id], warm_s=warm_s)
         torch._dynamo.reset()
+
+
+def record_compiles(specs, records, device, mapping, progress) -> None:
+    """Each compiled workload's compile record, its warm compile measured last (it resets
+    dynamo, which would recompile anything sampled after it)."""
+    compiler = mapping.compiler
+    progress("compiling each workload again, caches warm", 0, len(specs))
+    compiler.measure_warm({
+        s.id: (lambda s=s: mapping.eager_build(s, device))
+        for s, r in zip(specs, records, strict=True) if r["status"] == STATUS_OK
+    })  # fmt: skip
+    for record in records:
+        if record["id"] in compiler.records:
+            record["compile"] = compiler.records[record["id"]].to_json()

@@ -17,7 +17,8 @@ from reviewkit.suite.workloads import CEILING_DTYPES, WorkloadSpec
 
 # Knobs a run records as the settings give them (torch holds the rest, read back from it).
 RECORDED_AS_SET = (
-    "attention_backend", "memory_format", "sparsity", "quantization", "compile_mode"
+    "attention_backend", "memory_format", "sparsity", "quantization", "compile_mode",
+    "l2_flush",
 )
 
 

@@ -39,6 +39,8 @@ from reviewkit.measure.device import (
     torch_build,
 )
 from reviewkit.measure.device_profile import obtain
+from reviewkit.measure.device_time import absent as device_time_absent
+from reviewkit.measure.device_time import measure_device_times
 from reviewkit.measure.energy_loop import measure_energy_loops
 from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
@@ -96,6 +98,7 @@ def knobs(device: torch.device, dtypes: Sequence[str], profile: str) -> dict:
         k["cuda_matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
         k["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
         k["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+        k["l2_flush"] = False  # t_device's cold-cache flush (CUDA only): off unless --knob
     return k
 
 
@@ -156,6 +159,8 @@ def base_record(spec: WorkloadSpec, reproduce: str, not_applicable: dict | None 
         # the overhead phase fills both after the rounds (measure/overhead.py)
         "overhead": {"available": False, "method": "not-measured", "reason": "not measured"},
         "op_profile": None,
+        # t_device, the device-time phase's (measure/device_time.py)
+        "device_time": device_time_absent("not measured"),
         "reproduce": reproduce,
     }
     if not_applicable:
@@ -532,28 +537,14 @@ def confirm_projection(
         )
 
 
-def record_compiles(specs, records, device, mapping, progress) -> None:
-    """Each compiled workload's compile record, its warm compile measured last (it resets
-    dynamo, which would recompile anything sampled after it)."""
-    compiler = mapping.compiler
-    progress("compiling each workload again, caches warm", 0, len(specs))
-    compiler.measure_warm({
-        s.id: (lambda s=s: mapping.eager_build(s, device))
-        for s, r in zip(specs, records, strict=True) if r["status"] == STATUS_OK
-    })  # fmt: skip
-    for record in records:
-        if record["id"] in compiler.records:
-            record["compile"] = compiler.records[record["id"]].to_json()
-
-
 def _measure_all(
     request: RunRequest, doc: dict, specs: list[WorkloadSpec], device: torch.device,
     energy: EnergySource, mapping: KnobMapping, progress: Callable[[str, int, int], None],
     plan_of_rounds: rounds_mod.RoundPlan, started: float,
     on_projection: Callable[[str], None] | None = None,
 ) -> None:
-    """Ceilings, the rounds and the overhead phase of the document being written, under the
-    run's mapping; Ctrl-C is data."""
+    """Ceilings, the rounds, the overhead and device-time phases of the document being written,
+    under the run's mapping; Ctrl-C is data."""
     profile = suite_profile(request.profile)
     policy, records = profile.sampling, doc["workloads"]
     phases: dict[str, float] = {}
@@ -582,9 +573,13 @@ def _measure_all(
         if energy[0] is not None:  # windows too short for the counter: an energy-only loop
             phases["energy_loop"] = measure_energy_loops(
                 specs, records, device, builder, energy[0], progress)  # fmt: skip
+        begun = time.time()
+        measure_device_times(specs, records, device, builder, progress,
+                             bool(mapping.settings.get("l2_flush", False)))
+        phases["device_time"] = time.time() - begun
         if mapping.compiler is not None:
             begun = time.time()
-            record_compiles(specs, records, device, mapping, progress)
+            compiled.record_compiles(specs, records, device, mapping, progress)
             phases["compile_warm"] = time.time() - begun
         doc["complete"] = True
     except KeyboardInterrupt:

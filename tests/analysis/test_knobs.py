@@ -273,6 +273,7 @@ def test_the_known_knobs_are_those_the_runner_records():
     # The CUDA switches are recorded on a CUDA device only: named in the runner's source.
     cuda_only = {k for k in KNOWN_KNOBS if k not in recorded}
     assert recorded <= set(KNOWN_KNOBS)
-    assert cuda_only == {"cuda_matmul_allow_tf32", "cudnn_allow_tf32", "cudnn_benchmark"}
+    assert cuda_only == {"cuda_matmul_allow_tf32", "cudnn_allow_tf32", "cudnn_benchmark",
+                         "l2_flush"}  # fmt: skip
     source = inspect.getsource(runner.knobs)
     assert all(f'k["{name}"]' in source for name in cuda_only)

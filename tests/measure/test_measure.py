@@ -48,7 +48,7 @@ def test_smoke_run_measures_every_workload(smoke_run):
     # most floors are measured, and the run says where its time went
     measured = [w for w in run.workloads if w.overhead["available"]]
     assert len(measured) >= 0.8 * len(run.workloads)
-    assert set(run.phases_s) == {"ceilings", "workloads", "overhead"}
+    assert set(run.phases_s) == {"ceilings", "workloads", "overhead", "device_time"}
     assert run.overhead_probe["median_s"] > 0
 
 

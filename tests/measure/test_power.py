@@ -56,11 +56,13 @@ def fake_rapl(tmp_path, monkeypatch):
 
 
 def test_each_workload_is_metered_over_its_measured_window_only(fake_rapl, monkeypatch):
-    # The fake kernel advances the counters on every call; the overhead phase after the rounds
-    # calls it again (unmetered), so it is left out here to count the rounds' calls exactly.
-    from reviewkit.measure import overhead
+    # The fake kernel advances the counters on every call; the overhead and device-time phases
+    # after the rounds call it again (unmetered), so they are left out here to count the
+    # rounds' calls exactly.
+    from reviewkit.measure import device_time, overhead
 
     monkeypatch.setattr(overhead, "measure_overheads", lambda *args, **kwargs: {})
+    monkeypatch.setattr(device_time, "measure_device_times", lambda *args, **kwargs: None)
     request = measure.RunRequest(
         profile="smoke", dtypes=("fp32",), only="norm.*", powercap_root=str(fake_rapl), rounds=1
     )
