@@ -246,6 +246,7 @@ RUN_READERS = ("reviewkit.analysis", "reviewkit.review", "reviewkit.render.packe
 # Modules that read another document with one of those keys, and which document it is.
 OTHER_DOCUMENTS = {
     "reviewkit.analysis.overhead": "a workload's overhead record (its floor call's samples_s)",
+    "reviewkit.analysis.device_time": "a workload's device_time record (its batched samples_s)",
     "reviewkit.analysis.run_to_run": "the device's run-to-run record (how many workloads)",
     "reviewkit.cli.console": "a sweep document's workloads; a trace summary's layer types",
     "reviewkit.cli.evidence": "a sweep document's workloads",
