@@ -12,7 +12,7 @@ the suite profile it was calibrated at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reviewkit.common.errors import UsageError
 
@@ -253,31 +253,14 @@ FULL = SuiteProfile(
 #   (the serving profile has no distributed part, soak or sweep of its own).
 # - confirm_above_s: half an hour is more than a serving run takes on any accelerator (a few
 #   minutes at 6 s per cell), so a longer projection means a CPU grinding through it: ask.
-SERVING = SuiteProfile(
+SERVING = replace(
+    QUICK,  # its calibration, collectives, soak and sweep settings are quick's
     name="serving",
-    shapes=QUICK.shapes,
-    sampling=SamplingPolicy(
-        warmup_calls=2,
-        warmup_s=0.02,
-        min_samples=10,
-        min_time_s=0.25,
-        max_samples=500,
-        budget_s=6.0,
+    sampling=replace(
+        QUICK.sampling, min_samples=10, min_time_s=0.25, max_samples=500, budget_s=6.0
     ),
-    floor_sampling=FLOOR_POLICY,
     rounds=3,
-    ab_rounds=10,
-    ab_min_time_s=1.5,
     ab_min_samples=30,
-    calibration_gemm_sizes=QUICK.calibration_gemm_sizes,
-    calibration_conv_shapes=QUICK.calibration_conv_shapes,
-    calibration_trials=QUICK.calibration_trials,
-    stream_bytes_per_call=QUICK.stream_bytes_per_call,
-    dram_copy_min_bytes=QUICK.dram_copy_min_bytes,
-    collective_tokens=QUICK.collective_tokens,
-    link_message_bytes=QUICK.link_message_bytes,
-    soak_window_s=QUICK.soak_window_s,
-    sweep_validity=QUICK.sweep_validity,
     workload_set="serving",
     calibrate_as=QUICK.name,
     confirm_above_s=30 * 60.0,
