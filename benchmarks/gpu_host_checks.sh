@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # The checks that need a GPU host, in one script so that one short lease runs them all.
 #
-#   [STEPS=name,name] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
+#   [STEPS=name,name|serving] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
-# STEPS runs only the named steps (probe, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp, gpu-run,
-# gpu-l2-flush, gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
+# STEPS runs only the named steps (probe, gpu-serving-decode, gpu-serving-prefill,
+# gpu-serving-other, gpu-serving-targets, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp,
+# gpu-run, gpu-l2-flush, gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
+# STEPS=serving runs issue 33's sample alone, in at most 300 s by default: the probe, then the
+# serving profile in three runs (decode, prefill, the rest), each its own bundle, so a cut-off
+# call keeps what finished, then the targets read from them.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
-# keeps the whole script inside DEADLINE_S (default 480 s):
-#   GPU track, the first half of the cores: five separate calibrations of cuda (issue 15: reproducibility of the
+# keeps the whole script inside DEADLINE_S (default 540 s, 300 s for STEPS=serving):
+#   GPU track, the first half of the cores: first the serving profile (issue 33: prefill,
+#     decode against a KV cache, MoE experts, fp8 GEMMs and big convolutions at bf16, each
+#     workload with t_device, its energy loop where NVML reads the board, and the calibration's
+#     L2 streams; bundles OUT_DIR/files/gpu-serving-PART-DEVICE), and the targets table of
+#     benchmarks/serving_targets.py over them; then five separate calibrations of cuda (issue 15: reproducibility of the
 #     ceilings, datasheet beside measured), a quick `reviewkit run --device cuda` (a recorded
 #     GPU bundle: the second device of issue 17's review, and with issue 28 each workload's
 #     exposed overhead by eager against CUDA-graph replay, and issue 33's t_device: each call
@@ -20,16 +28,25 @@
 #     the host CPU (issue 15's 5% target on a machine with cores to spare).
 # The GPU track's host work is one launching thread; the two tracks share DRAM, which the CPU
 # calibrations' DRAM figure may feel (said where the figures are quoted).
-# Writes OUT_DIR/steps.txt (each step's exit status and time) and OUT_DIR/results.tgz (every
-# step's log and the recorded bundles).
+# Writes OUT_DIR/steps.txt (each step's exit status and time) and, as each step finishes,
+# its log and what it recorded under OUT_DIR/files (nothing waits for the end of the script).
 set -u
 out=${1:?usage: $0 OUT_DIR [DEADLINE_S]}
-deadline_s=${2:-480}
-work=$(mktemp -d)
-mkdir -p "$out"
+if [ "${STEPS:-}" = serving ]; then
+  STEPS=probe,gpu-serving-decode,gpu-serving-prefill,gpu-serving-other,gpu-serving-targets
+  deadline_s=${2:-300}
+else
+  deadline_s=${2:-540}
+fi
+work=$out/files
+mkdir -p "$work"
 : >"$out/steps.txt"
 t0=$(date +%s)
 py=${PYTHON:-python3}
+# the device's short name for the bundles' folders ("NVIDIA H100 80GB HBM3" -> h100)
+dev=$($py -c "import re, torch; m = re.search(r'[A-Z]+[0-9]+[A-Z]?', \
+  torch.cuda.get_device_name(0).replace('NVIDIA', '')); print(m.group(0).lower() if m else 'gpu')" \
+  2>/dev/null || echo gpu)
 # the two tracks' cores: the first and the second half of the host's
 cores=$(nproc)
 gpu_cores=0-$((cores / 2 - 1))
@@ -52,9 +69,20 @@ step() {  # step NAME CORES CAP_S COMMAND...: log to $work/NAME.log, status to s
   echo "$name: rc $rc in $(($(date +%s) - started)) s (cap $cap s)" >>"$out/steps.txt"
 }
 
+serving_run() {  # serving_run PART CAP GLOBS: one part of the serving profile, its own bundle
+  step "gpu-serving-$1" "$gpu_cores" "$2" "$py" -m reviewkit run --device cuda --profile serving \
+    --dtype bf16 --only "$3" --out "$work/gpu-serving-$1-$dev"
+}
+
 gpu_track() {
-  step probe "$gpu_cores" 60 sh -c "nvidia-smi; nvidia-smi -q -d CLOCK | head -40; lscpu; free -g; \
+  step probe "$gpu_cores" 40 sh -c "nvidia-smi; nvidia-smi -q -d CLOCK | head -40; lscpu; free -g; \
     $py -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0))'"
+  # decode first: the regime the issue is about, and the grid its targets read
+  serving_run decode 150 '*decode*,gemm.*s1.bf16'
+  serving_run prefill 100 '*prefill*,gemm.*s2048.bf16,gemm.*s4096.bf16,gemm.*s8192.bf16,gemm.*s16384.bf16'
+  serving_run other 70 'block.*,*.fp8,conv.*'
+  step gpu-serving-targets "$gpu_cores" 20 sh -c "for d in $work/gpu-serving-*-$dev; do \
+    [ -f \"\$d/run.json\" ] && $py benchmarks/serving_targets.py \"\$d\"; done"
   step gpu-calibrate "$gpu_cores" 150 "$py" benchmarks/calibration_reproducibility.py \
     --parts calibrate --device cuda --n 5
   step nccl-1rank "$gpu_cores" 60 "$py" -m reviewkit run --distributed --nproc 1 --device cuda \
@@ -83,7 +111,6 @@ cpu_track() {
 gpu_track &
 cpu_track &
 wait
-tar -C "$work" -czf "$out/results.tgz" .
 cat "$out/steps.txt"
 for log in gpu-calibrate dist-overhead cpu-calibrate gpu-aa-mfu gpu-probes; do
   echo "== $log"

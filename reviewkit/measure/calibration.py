@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from reviewkit.common.format import binary_size
-from reviewkit.measure import hierarchy, main_memory
+from reviewkit.measure import gpu_l2, hierarchy, main_memory
 from reviewkit.measure.device import (
     current_settings,
     device_conditions,
@@ -395,6 +395,9 @@ def memory_plan(
     plan: dict[str, tuple[Maker, float, str]] = {}
     for level in levels:
         ws = level.calibration_bytes
+        if device.type == "cuda" and level.name == hierarchy.GPU_L2 and level.capacity_bytes:
+            plan.update(gpu_l2.plan(level, device))  # streams in one launch (gpu_l2.py: why)
+            continue
         if ws is not None and ws >= COPY_MIN_WORKING_SET:
             maker, nbytes = copy_maker(ws // 2, device)
             method = (
@@ -460,6 +463,11 @@ def memory_records(
                + ("median (a level shared with neighbours)" if level.shared else "best"))
         )  # fmt: skip
         peak = main.peak if main else t.peak
+        l2 = gpu_l2.judge(level, trials, outer)
+        if l2 is not None:
+            method += l2.note
+            t = l2.basis or t
+            peak = l2.basis.peak if l2.basis else outer or t.peak
         if outer is not None and peak < outer:
             method += (
                 f"; measured {peak / 1e9:.3g} GB/s, under the next level out, so raised to its "
@@ -471,8 +479,11 @@ def memory_records(
         # basis the one-thread trials (x threads), the all-threads ones kept beside them
         basis = main.cores_added if main and main.basis == "cores added" else t
         beside = {"all_threads_trials": list(t.rates)} if basis is not t else {}
+        if l2 is not None:
+            beside.update(l2.fields)
         out.append({"level": level.name, "capacity_bytes": level.capacity_bytes,
-                    "working_set_bytes": level.calibration_bytes,
+                    "working_set_bytes": l2.working_set_bytes if l2 and l2.basis
+                    else level.calibration_bytes,
                     **basis.to_json(), "peak": peak, "measured": t.peak,
                     **(main.fields() if main else {}), **beside,
                     "method": method})  # fmt: skip
