@@ -17,7 +17,7 @@ import math
 
 from reviewkit.suite.workloads import TensorSpec, WorkloadSpec
 
-FLOOR_RULES_VERSION = 1
+FLOOR_RULES_VERSION = 2  # 2: grouped-query attention and the looped MoE experts
 # ATen's at::internal::GRAIN_SIZE: at::parallel_for runs a range under this many elements on
 # one thread, and otherwise splits it into min(threads, ceil(n / grain)) tasks. TensorIterator
 # ops (add, gelu, copies, reductions) split their element count by it.
@@ -47,14 +47,9 @@ MODEL_FLOOR_SEQ = 16
 # grain of one row: as many rows as threads keeps every thread busy.
 ROW_PARALLEL = ("layer_norm", "softmax")
 ELEMENT_PARALLEL = ("add", "gelu", "sum", "rms_norm", "transpose_copy")
-# The serving profile's kernels have no floor rule yet, each for a reason the overhead record
-# carries (a CPU floor must dispatch the same ops on the same parallel split; a GPU's overhead
-# is measured by CUDA-graph replay and needs none).
+# The serving profile's kernels without a floor rule, each for a reason the overhead record
+# carries (on a GPU the overhead is measured by CUDA-graph replay and needs no floor).
 NO_FLOOR_RULE = {
-    "sdpa_gqa": "no floor rule for grouped-query attention yet: a floor must keep the query "
-    "heads per KV head, and CPU attention's split over them is not modelled",
-    "moe_experts_looped": "no floor rule for the looped MoE experts yet: its fixed cost is "
-    "per expert, and a floor keeping all 8 experts is not modelled",
     "scaled_mm": "no floor rule for fp8 GEMMs: on a CPU they are emulated, so a floor would "
     "measure the emulation's overhead, not a device's",
 }
@@ -162,6 +157,32 @@ def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
             f"1 x {h_f} head(s) x {s_f} tokens x head dim {d}: one query block per "
             "thread, the head dim kept (it picks the kernel's inner loops)",
         )
+    if k == "sdpa_gqa":
+        _, hq, q_len, d = shapes[0]
+        hkv, kv_len = shapes[1][1], shapes[1][2]
+        group = hq // hkv
+        # whole groups of query heads per KV head (the grouping picks the kernel's path), enough
+        # of them for a query head per thread; a decode step keeps its single query
+        kv_f = min(hkv, math.ceil(threads / group))
+        q_f = min(q_len, ATTENTION_FLOOR_SEQ)
+        kv_len_f = q_f if p["causal"] else min(kv_len, ATTENTION_FLOOR_SEQ)
+        q, kv = (1, kv_f * group, q_f, d), (1, kv_f, kv_len_f, d)
+        return Floor(
+            _with(spec, [q, kv, kv], batch=1, q_heads=kv_f * group, kv_heads=kv_f, q_len=q_f,
+                  kv_len=kv_len_f),
+            f"1 x {kv_f * group} query head(s) in groups of {group} per KV head, {q_f} "
+            f"quer{'y' if q_f == 1 else 'ies'} against {kv_len_f} keys, head dim {d}: a query "
+            "head per thread, the grouping and head dim kept (they pick the kernel's path)",
+        )
+    if k == "moe_experts_looped":
+        e, h, f = p["experts"], p["hidden"], p["ffn"]
+        rows_f, h_f, f_f = min(p["rows_per_expert"], g), min(h, g), min(f, g * threads)
+        return Floor(
+            _with(spec, [(e * rows_f, h_f), (e, 2 * f_f, h_f), (e, h_f, f_f)],
+                  rows_per_expert=rows_f, hidden=h_f, ffn=f_f),
+            f"all {e} experts (the loop's ops grow with them), {rows_f} row(s) each, hidden "
+            f"{h_f}, ffn {f_f}: a {g} x {g} block per thread in each expert's GEMMs",
+        )
     if k == "conv2d":
         (n, c, hh, ww), (kk, _, r, q) = shapes
         c_f, k_f = min(c, CONV_FLOOR_CHANNELS), min(kk, CONV_FLOOR_CHANNELS)
@@ -221,7 +242,8 @@ def grown(spec: WorkloadSpec, factor: int) -> WorkloadSpec:
         for t in spec.inputs
     )
     params = dict(spec.params)
-    key = {"gpt_decoder": "batch", "embedding": "batch", "mlp_block": "tokens"}.get(spec.kernel)
+    key = {"gpt_decoder": "batch", "embedding": "batch", "mlp_block": "tokens",
+           "sdpa_gqa": "batch", "moe_experts_looped": "rows_per_expert"}.get(spec.kernel)
     if key:
         params[key] = params[key] * factor
     if "shape" in params:

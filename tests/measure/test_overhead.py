@@ -1,6 +1,7 @@
 """The overhead phase: floor calls checked against the workload's ops, ops counted per call."""
 
 import collections
+import dataclasses
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from reviewkit.bundle.records import Run
 from reviewkit.measure import overhead
 from reviewkit.suite import kernels
 from reviewkit.suite import workloads as suite
+from reviewkit.suite.definitions import TensorSpec
 from reviewkit.suite.profiles import suite_profile
 
 CPU = torch.device("cpu")
@@ -135,3 +137,30 @@ def test_one_profiled_call_gives_the_names_a_call_alone_dispatches():
         names, ops, faults = overhead.profile_call(fn)
         assert names == plain, prefix
         assert ops["ops_per_call"] >= 1 and faults >= 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_serving_floors_run_the_workloads_ops(threads):
+    # A decode step of Llama-3-8B (a 1-token query, 4 query heads per KV head) and a cut-down
+    # looped MoE (the real Mixtral weights are 1.9 GB in bf16): their floors must dispatch the
+    # workload's aten ops, or the overhead phase refuses them.
+    decode = next(s for s in suite.plan_specs("serving", ("bf16",), "*decode-sdpa-gqa.b1ctx1024*"))
+    moe = next(s for s in suite.plan_specs("serving", ("bf16",), "*moe-experts-looped.t64*"))
+    e, rows, h, f = 8, 16, 256, 512
+    small_moe = dataclasses.replace(
+        moe, inputs=(TensorSpec((e * rows, h), "bf16"), TensorSpec((e, 2 * f, h), "bf16"),
+                     TensorSpec((e, h, f), "bf16")),
+        params={**moe.params, "rows_per_expert": rows, "hidden": h, "ffn": f})  # fmt: skip
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for spec in (decode, small_moe):
+            fn = kernels.build(spec, CPU)
+            policy = suite_profile("smoke").floor_sampling
+            rec = overhead.cpu_floor_record(spec, fn, CPU, threads, kernels.build, policy=policy)
+            assert rec["available"] and rec["ops"]["match"], (spec.id, rec["reason"])
+            assert rec["double_samples_s"], spec.id  # the double stayed on the path
+    finally:
+        torch.set_num_threads(before)
+    # the MoE loop's ops grow with its experts: 8 of each expert's GEMM pair
+    assert rec["ops"]["workload"]["aten::linear"] == 2 * e

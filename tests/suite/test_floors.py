@@ -109,3 +109,43 @@ def test_conv_floor_stays_over_atens_onednn_threshold():
     assert (n, c, h, w) == (1, 112, 14, 14)
     g = floors.floor_of(_spec("conv.resnet-50-stage1-conv3x3"), 2)  # 1 x 64 x 56 x 56
     assert g.spec.inputs[0].shape == (1, 16, 36, 36)  # 16 x 1,296 = 20,736 > 20,480
+
+
+def test_gqa_floors_keep_whole_groups_and_a_decode_steps_single_query():
+    # Llama-3-8B decode, 32 query / 8 KV heads: groups of 4, so one KV head already gives 4
+    # query heads, more than 2 threads; the single query stays, the 4,096 keys fall to 32.
+    f = floors.floor_of(_spec("attention.llama-3-8b-decode-sdpa-gqa.b64ctx4096", "serving",
+                              "bf16"), 2)  # fmt: skip
+    assert [t.shape for t in f.spec.inputs] == [(1, 4, 1, 128), (1, 1, 32, 128), (1, 1, 32, 128)]
+    # 70B at tp 8: 8 query heads on 1 KV head per rank; a causal prefill floor is 32 x 32
+    p = floors.floor_of(_spec("attention.llama-3-70b-tp8-prefill-sdpa-gqa-causal.b1s4096",
+                              "serving", "bf16"), 2)  # fmt: skip
+    assert [t.shape for t in p.spec.inputs][:2] == [(1, 8, 32, 128), (1, 1, 32, 128)]
+    assert p.spec.params["causal"] is True
+    # at 16 threads, groups of 4 need 4 KV heads for a query head per thread
+    wide = floors.floor_of(_spec("attention.llama-3-8b-decode-sdpa-gqa.b64ctx4096", "serving",
+                                 "bf16"), 16)  # fmt: skip
+    assert wide.spec.inputs[0].shape == (1, 16, 1, 128) and wide.spec.params["kv_heads"] == 4
+    # the double doubles the batch of every operand, and says so
+    d = floors.doubled(f, 2)
+    assert [t.shape[0] for t in d.inputs] == [2, 2, 2] and d.params["batch"] == 2
+
+
+def test_moe_floor_keeps_every_expert_and_its_double_doubles_each_experts_rows():
+    # Mixtral at 64 tokens: 128 assignments, 16 rows per expert; hidden 4096 -> 64, ffn
+    # 14336 -> 64 x 2 threads = 128; the gate/up weight holds both halves: 2 x 128 rows.
+    f = floors.floor_of(_spec("block.mixtral-8x7b-moe-experts-looped.t64", "serving", "bf16"), 2)
+    assert [t.shape for t in f.spec.inputs] == [(128, 64), (8, 256, 64), (8, 64, 128)]
+    assert f.spec.params["experts"] == 8 and f.spec.params["rows_per_expert"] == 16
+    d = floors.doubled(f, 2)
+    assert d.inputs[0].shape == (256, 64) and d.params["rows_per_expert"] == 32
+    assert [t.shape for t in d.inputs[1:]] == [(8, 256, 64), (8, 64, 128)]  # weights unchanged
+
+
+def test_every_serving_kernel_has_a_floor_or_says_why_not():
+    for spec in suite.plan_specs("serving", ("bf16",), None):
+        f = floors.floor_of(spec, 2)
+        assert (f is not None) != (spec.kernel in floors.NO_FLOOR_RULE), spec.id
+        if f is not None:
+            for mine, theirs in zip(f.spec.inputs, spec.inputs, strict=True):
+                assert math.prod(mine.shape) <= math.prod(theirs.shape), spec.id
