@@ -396,7 +396,7 @@ def memory_plan(
     for level in levels:
         ws = level.calibration_bytes
         if device.type == "cuda" and level.name == hierarchy.GPU_L2 and level.capacity_bytes:
-            plan.update(gpu_l2.plan(level, device))  # streams in one launch (gpu_l2.py: why)
+            plan.update(gpu_l2.plan(level, device, stream_maker))  # gpu_l2.py: why
             continue
         if ws is not None and ws >= COPY_MIN_WORKING_SET:
             maker, nbytes = copy_maker(ws // 2, device)

@@ -3,12 +3,16 @@
 A copy of half the L2 (what calibration does for a large CPU cache) is one launch of a few
 microseconds on a datacenter GPU: the launch, not the L2, sets its time, and the figure came out
 under HBM's and was raised to it (samples/gpu-quick-h200). Here one launch reads a level-resident
-buffer many times over: `buffer.expand(passes, n).sum(dim=1)` reduces `passes` rows that are all
-the same memory (stride 0), each row split over many thread blocks, so the passes are spread over
-the SMs and no SM's L1 holds what it re-reads; the launch moves gigabytes, and its fixed cost is a
-percent of it. The same stream over four times the L2 cannot stay in it, so it must fall to
-HBM's rate: if it does not, the stream was served nearer than the L2 (an L1) and its figures are
-not the L2's, and the level is not measured.
+buffer many times over: calibration's read stream, `buffer.expand(passes, n).sum()`, whose rows
+are all the same memory (stride 0). A full reduction walks its elements in order, every thread
+a grid-stride apart, so at any moment the running threads read a window of a few MiB that slides
+through the passes: an address comes round again only after the whole buffer has, which a
+buffer within the L2 survives and one four times its size does not. The launch moves 4 GiB, so
+its fixed cost is a percent of it. The same stream over four times the L2 must therefore fall to
+HBM's rate: if it does not, the stream was served nearer than the L2 (reads shared or cached
+on the SMs) and its figures are not the L2's, and the level is not measured. (The row-wise
+`sum(dim=1)` was not taken: it gives each row to its own blocks, which run side by side over the
+same addresses, so even the 4x buffer would be read once from HBM and many times from L2.)
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from dataclasses import dataclass, replace
 import torch
 
 from reviewkit.common.format import binary_size
-from reviewkit.measure.device import device_timed
 from reviewkit.measure.hierarchy import MemoryLevel
 from reviewkit.measure.trials import TrialRates
 
 Maker = Callable[[], Callable[[], float]]
+StreamMaker = Callable[[int, int, torch.device], tuple[Maker, int]]
 
 # Working sets as shares of the L2: a quarter leaves room for the partitioned L2s of recent
 # GPUs (an H100's 50 MiB is two halves, each SM nearest one), a half is calibration's usual fill
@@ -50,49 +54,27 @@ def check_name(level: str) -> str:
     return f"{level}@{CHECK_MULTIPLE}x"
 
 
-def stream_shape(working_set_bytes: int, bytes_per_call: int = BYTES_PER_CALL) -> tuple[int, int]:
-    """(floats in the buffer, passes over it per call)."""
-    n = max(1024, working_set_bytes // ELEMENT_BYTES)
-    return n, max(1, bytes_per_call // (n * ELEMENT_BYTES))
-
-
-def stream_maker(
-    working_set_bytes: int, device: torch.device, bytes_per_call: int = BYTES_PER_CALL
-) -> tuple[Maker, int]:
-    """One launch reading a `working_set_bytes` buffer `passes` times: the timed call and the
-    bytes it reads."""
-    n, passes = stream_shape(working_set_bytes, bytes_per_call)
-
-    def make() -> Callable[[], float]:
-        rows = torch.ones(n, dtype=torch.float32, device=device).unsqueeze(0).expand(passes, n)
-
-        def read() -> None:
-            with torch.inference_mode():
-                rows.sum(dim=1)
-
-        return device_timed(read, device)
-
-    return make, passes * n * ELEMENT_BYTES
-
-
-def plan(level: MemoryLevel, device: torch.device) -> dict[str, tuple[Maker, float, str]]:
+def plan(
+    level: MemoryLevel, device: torch.device, stream: StreamMaker
+) -> dict[str, tuple[Maker, float, str]]:
     """The L2's streams, name -> (maker, bytes per call, method): one per fraction, and the
-    check at CHECK_MULTIPLE times the level."""
+    check at CHECK_MULTIPLE times the level; `stream(working set, bytes per call, device)` is
+    calibration's read stream."""
     assert level.capacity_bytes, "the L2 plan needs the L2's size"
     size = level.capacity_bytes
     out: dict[str, tuple[Maker, float, str]] = {}
     for fraction in (*FRACTIONS, CHECK_MULTIPLE):
         ws = int(size * fraction)
-        maker, nbytes = stream_maker(ws, device)
-        passes = stream_shape(ws)[1]
+        maker, nbytes = stream(ws, BYTES_PER_CALL, device)
+        passes = nbytes // max(1, ws // ELEMENT_BYTES * ELEMENT_BYTES)
         if fraction == CHECK_MULTIPLE:
             name = check_name(level.name)
         else:
             name = probe_name(level.name, fraction)
         method = (
             f"read stream in one launch: a {binary_size(ws)} buffer ({fraction:g}x the "
-            f"{binary_size(size)} L2) summed as {passes} stride-0 rows, {binary_size(nbytes)} "
-            "read per call"
+            f"{binary_size(size)} L2) summed whole as {passes} stride-0 rows, "
+            f"{binary_size(nbytes)} read per call"
         )
         out[name] = (maker, float(nbytes), method)
     return out

@@ -42,7 +42,8 @@ def test_the_plan_of_a_gpu_streams_the_l2_at_a_quarter_a_half_and_four_times_in_
     assert plan["l2@0.25"][1] == 327 * 3_276_800 * 4
     # 200 MiB: 20 passes
     assert plan["l2@4x"][1] == 20 * 52_428_800 * 4
-    assert "summed as 327 stride-0 rows" in plan["l2@0.25"][2]
+    assert "summed whole as 327 stride-0 rows" in plan["l2@0.25"][2]
+    assert gpu_l2.BYTES_PER_CALL == 4 << 30
     assert all(n >= 3.9 * (1 << 30) for _, n, _ in (plan["l2"], plan["l2@0.25"], plan["l2@4x"]))
     # a CPU's L2 keeps its own stream (no check): the GPU streams are the GPU's
     cpu = calibration.memory_plan(torch.device("cpu"), "smoke",
@@ -51,16 +52,15 @@ def test_the_plan_of_a_gpu_streams_the_l2_at_a_quarter_a_half_and_four_times_in_
     assert not any("@" in name for name in cpu)
 
 
-def test_the_stream_reads_its_buffer_once_per_row_and_times_the_call():
-    # 4 KiB buffer (1,024 floats), 64 KiB per call: 16 rows, each the same memory (stride 0).
-    n, passes = gpu_l2.stream_shape(4096, 65536)
-    assert (n, passes) == (1024, 16)
-    rows = torch.ones(n).unsqueeze(0).expand(passes, n)
-    assert rows.stride() == (0, 1)  # re-read, not copied: the bytes stay 4 KiB in memory
-    assert torch.equal(rows.sum(dim=1), torch.full((16,), 1024.0))  # every row read whole
-    make, nbytes = gpu_l2.stream_maker(4096, torch.device("cpu"), 65536)
+def test_the_stream_reads_its_buffer_once_per_pass_and_times_the_call():
+    # calibration's read stream: a 4 KiB buffer (1,024 floats) and 64 KiB per call give 16
+    # passes, each the same memory (stride 0), reduced whole (the window that slides through
+    # the passes is what lets a 4x buffer fall out of the L2 between passes).
+    make, nbytes = calibration.stream_maker(4096, 65536, torch.device("cpu"))
     assert nbytes == 16 * 1024 * 4
     assert make()() > 0
+    rows = torch.ones(1024).unsqueeze(0).expand(16, 1024)
+    assert rows.stride() == (0, 1) and rows.sum().item() == 16 * 1024  # every pass read whole
 
 
 def test_the_l2_is_the_best_stream_when_the_4x_check_falls_to_hbm():
