@@ -34,8 +34,11 @@ BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "
 
 # Suite kernels by what they hold (suite/kernels.py builds them).
 MODULE_KERNELS = ("mlp_block", "encoder_layer", "gpt_decoder")  # nn.Modules with nn.Linear
-ATTENTION_KERNELS = ("sdpa", "encoder_layer", "gpt_decoder")  # attention through SDPA
-MATMUL_KERNELS = ("linear", "bmm", "sdpa", "conv2d", *MODULE_KERNELS)
+ATTENTION_KERNELS = ("sdpa", "sdpa_gqa", "encoder_layer", "gpt_decoder")  # through SDPA
+# FlexAttention: compiled in its builder whatever compile_mode (suite/kernels_flex.py), outside SDPA
+FLEX_KERNELS = ("flex_decode_gqa", "flex_decode_gqa_paged")
+MATMUL_KERNELS = ("linear", "bmm", "sdpa", "sdpa_gqa", "conv2d", "moe_experts_looped",
+                  "moe_experts_grouped", *FLEX_KERNELS, *MODULE_KERNELS)  # fmt: skip
 # The kernels holding a weight matrix: `linear` multiplies by one, the modules' nn.Linear do.
 WEIGHT_KERNELS = ("linear", *MODULE_KERNELS)
 
@@ -61,7 +64,16 @@ def _onednn(kernel: str, dtype: str, device_type: str, value: object) -> str:
 
 
 def _attention(kernel: str, dtype: str, device_type: str, value: object) -> str:
+    if kernel in FLEX_KERNELS:
+        return "FlexAttention is its own compiled kernel, not one of SDPA's backends"
     return "" if kernel in ATTENTION_KERNELS else f"the {kernel} kernel has no attention"
+
+
+def _compile(kernel: str, dtype: str, device_type: str, value: object) -> str:
+    if value == "eager" and kernel in FLEX_KERNELS:
+        return ("the flex kernels compile flex_attention in their builder whatever compile_mode "
+                "says: its eager path is a reference that materialises the scores")
+    return ""
 
 
 def _convolutions(kernel: str, dtype: str, device_type: str, value: object) -> str:
@@ -154,7 +166,8 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "work, and refuses to change it after",
          not_settable="torch sizes its inter-op pool before reviewkit starts measuring"),
     Knob("compile_mode", "torch.compile's mode, static shapes, each workload compiled once "
-         "before its samples", ("eager", "default", "reduce-overhead", "max-autotune")),
+         "before its samples", ("eager", "default", "reduce-overhead", "max-autotune"),
+         applies=_compile),
     Knob("sparsity", "the weight matrices pruned by magnitude: 2:4 semi-structured (CUDA), or "
          "unstructured-N, N percent of each row's weights zeroed and stored CSR", SPARSITIES,
          applies=_sparsity),

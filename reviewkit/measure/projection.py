@@ -4,7 +4,8 @@ Before a long profile measures (the serving profile on a CPU: hours), `run` prin
 its sampling will take and asks for `--yes` above the profile's limit. Each call is taken at
 its roofline lower bound (runner.predicted_call_s: FLOPs at the measured compute ceiling, bytes
 at the bandwidth of the memory level that holds them), so the projection is a lower bound of
-the sampling time too, less building inputs and the overhead phase.
+the sampling time too, less building inputs (and compiling, where a workload compiles in its
+build: the FlexAttention decode cells, seconds each) and the overhead phase.
 """
 
 from __future__ import annotations

@@ -52,6 +52,12 @@ ELEMENT_PARALLEL = ("add", "gelu", "sum", "rms_norm", "transpose_copy")
 NO_FLOOR_RULE = {
     "scaled_mm": "no floor rule for fp8 GEMMs: on a CPU they are emulated, so a floor would "
     "measure the emulation's overhead, not a device's",
+    "moe_experts_grouped": "no floor rule for the grouped MoE experts yet: a floor must keep "
+    "every expert's group, and how the batched GEMM splits them over threads is not modelled",
+    "flex_decode_gqa": "no floor rule for FlexAttention yet: each shape compiles its own "
+    "kernel, so a floor would be another compiled program, not the same ops at a smaller size",
+    "flex_decode_gqa_paged": "no floor rule for paged FlexAttention yet: each shape compiles "
+    "its own kernel, and a floor would need its own page table",
 }
 
 

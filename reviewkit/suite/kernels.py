@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from reviewkit.suite import kernels_flex
 from reviewkit.suite.workloads import WorkloadSpec
 
 TORCH_DTYPES = {
@@ -81,6 +82,60 @@ class GPTDecoder(nn.Module):
 ModuleTransform = Callable[[nn.Module], nn.Module]
 
 
+def _swiglu(x: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
+    """An expert's FFN: x (rows, h) through gate/up (2f, h) and down (h, f), nn.Linear layout."""
+    a, up = F.linear(x, gate_up).chunk(2, dim=-1)
+    return F.linear(F.silu(a) * up, down)
+
+
+def grouped_mm_kernel(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether torch has a grouped-GEMM kernel for `torch._grouped_mm` here: CUDA at compute
+    capability 9.0 or 10.0 with bf16 operands (aten's _grouped_mm_cuda fast path); elsewhere
+    it falls back to bmm (3-D operands) or a loop of mms (the offsets form)."""
+    if device.type != "cuda" or dtype != torch.bfloat16:
+        return False
+    return torch.cuda.get_device_capability(device) in ((9, 0), (10, 0))
+
+
+def _moe_experts(spec: WorkloadSpec, tensors: list, device: torch.device) -> Callable[[], object]:
+    """The routed experts, looped or grouped (suite/moe.py), then the shared experts' SwiGLU
+    over every token where the model has them."""
+    p = spec.params
+    x, gate_up, down = tensors[:3]
+    e, rows, h = p["experts"], p["rows_per_expert"], p["hidden"]
+    shared = tensors[3:]
+    if p["dispatch"] == "looped":
+
+        def routed() -> torch.Tensor:
+            out = torch.empty_like(x)
+            for i in range(e):  # looped: one expert's GEMMs after another
+                mine = slice(i * rows, (i + 1) * rows)
+                out[mine] = _swiglu(x[mine], gate_up[i], down[i])
+            return out
+
+    elif grouped_mm_kernel(device, x.dtype):
+        # the flat rows with each expert's end offset, as a served MoE calls it
+        offs = torch.arange(1, e + 1, device=device, dtype=torch.int32) * rows
+        gu_t, down_t = gate_up.transpose(1, 2), down.transpose(1, 2)  # (e, k, n) views
+
+        def routed() -> torch.Tensor:
+            a, up = torch._grouped_mm(x, gu_t, offs=offs).chunk(2, dim=-1)
+            return torch._grouped_mm(F.silu(a) * up, down_t, offs=offs)
+
+    else:
+        # equal groups: one bmm over (experts, rows, k) views is the grouped GEMM
+        xs, gu_t, down_t = x.view(e, rows, h), gate_up.transpose(1, 2), down.transpose(1, 2)
+
+        def routed() -> torch.Tensor:
+            a, up = torch.bmm(xs, gu_t).chunk(2, dim=-1)
+            return torch.bmm(F.silu(a) * up, down_t).view(e * rows, h)
+
+    if not shared:
+        return routed
+    tokens, shared_gate_up, shared_down = shared
+    return lambda: (routed(), _swiglu(tokens, shared_gate_up, shared_down))
+
+
 def build(
     spec: WorkloadSpec,
     device: torch.device,
@@ -123,18 +178,10 @@ def build(
         causal = bool(p["causal"])
         return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal,
                                                       enable_gqa=True)  # fmt: skip
-    if k == "moe_experts_looped":
-        x, gate_up, down = _inputs(spec, device, gen)
-        rows, ffn = p["rows_per_expert"], p["ffn"]
-
-        def experts() -> torch.Tensor:
-            out = torch.empty_like(x)
-            for e in range(p["experts"]):  # looped: one expert's GEMMs after another
-                a, up = F.linear(x[e * rows : (e + 1) * rows], gate_up[e]).split(ffn, dim=-1)
-                out[e * rows : (e + 1) * rows] = F.linear(F.silu(a) * up, down[e])
-            return out
-
-        return experts
+    if k in ("flex_decode_gqa", "flex_decode_gqa_paged"):
+        return kernels_flex.build_decode(spec, device, _inputs(spec, device, gen), gen)
+    if k in ("moe_experts_looped", "moe_experts_grouped"):
+        return _moe_experts(spec, _inputs(spec, device, gen), device)
     if k == "scaled_mm":
         a, w = _inputs(spec, device, gen)
         one = torch.ones((), device=device)  # per-tensor scales of 1: the data is in range

@@ -8,7 +8,9 @@ from public configurations of models served on accelerators:
 - Llama-3-70B (hidden 8192, 64 query heads, 8 KV heads, FFN 28672) as one rank of tensor
   parallelism 8 holds it (Megatron sharding: the QKV and gate/up projections split by columns,
   the output and down projections by rows, so each rank has 8 query heads and 1 KV head);
-- Mixtral-8x7B (hidden 4096, FFN 14336, 8 experts, top-2 routing);
+- Mixtral-8x7B (hidden 4096, FFN 14336, 8 experts, top-2 routing) and DeepSeek-V2-Lite (hidden
+  2048, expert FFN 1408, 64 routed experts, top-6, 2 shared experts): their experts looped and
+  grouped, suite/moe.py;
 - ResNet-50's stage convolutions at batch 32-256 (suite/workloads.py RESNET50_STAGES).
 
 Attention is grouped-query attention through `F.scaled_dot_product_attention(..., enable_gqa=
@@ -18,10 +20,16 @@ kernel computes (`attention_pairs`); FlopCounterMode counts the full square. A d
 one query per sequence against `context` cached keys, every pair computed (no mask). Its bytes
 are the point: the whole KV cache is read each step, 2 x batch x context x kv_heads x head_dim
 x element bytes, next to which the query and output are noise.
+
+The same decode step also runs through FlexAttention (`flex_attention(..., enable_gqa=True)`,
+compiled: suite/kernels_flex.py) on a subgrid of the decode cells, with the SDPA decode's
+FLOPs and bytes, and at two cells over a paged KV cache (torch's experimental PagedAttention:
+128-token pages, shuffled through one pool).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -38,12 +46,10 @@ from reviewkit.suite.definitions import (
     linear,
     make_workload_id,
 )
+from reviewkit.suite.moe import DEEPSEEK_V2_LITE_MOE, MIXTRAL_8X7B_MOE, moe_experts
 
 FP8 = "fp8"  # e4m3 operands (torch.float8_e4m3fn), bf16 output: what serving stacks run
 FP8_OUT_DTYPE = "bf16"
-# SwiGLU's activation per element of the FFN width: silu(a) = a / (1 + exp(-a)) is an exp, an
-# add and a divide (a transcendental counts as one FLOP), then one multiply by the up half.
-SWIGLU_FLOPS_PER_ELEMENT = 4
 
 # Shapes of the profile. Prompt lengths a serving deployment prefills (2k to 16k tokens).
 PREFILL_TOKENS = (2048, 4096, 8192, 16384)
@@ -53,6 +59,15 @@ DECODE_BATCHES = (1, 8, 32, 64, 128, 256)
 DECODE_CONTEXTS = (1024, 4096, 8192, 16384, 32768)
 # Tokens through the MoE layer at once: a decode batch, a short prompt, a long prefill.
 MOE_TOKENS = (64, 512, 4096)
+# The decode cells FlexAttention runs too (a subgrid of the SDPA decode's, so a GPU compares
+# the two at the same cells), and the cells of its paged layout.
+FLEX_DECODE_BATCHES = (8, 64, 256)
+FLEX_DECODE_CONTEXTS = (4096, 32768)
+PAGED_DECODE_CELLS = ((8, 4096), (64, 32768))
+PAGE_SIZE = 128  # tokens per KV page: flex's default sparse block, one page a block-mask block
+# How the flex kernels run: compiled in the builder whatever the run's compile_mode
+# (suite/kernels_flex.py says why); in the definition, so every record of them carries it.
+FLEX_COMPILED = "torch.compile(flex_attention, dynamic=False) in the builder"
 CONV_BATCHES = (32, 128, 256)
 
 
@@ -99,9 +114,6 @@ class ServedModel:
 
 
 LLAMA3_70B = ModelDims("Llama-3-70B", 8192, 64, 28672, 128256)
-MIXTRAL_8X7B = ModelDims("Mixtral-8x7B", 4096, 32, 14336, 32000)
-MIXTRAL_EXPERTS = 8
-MIXTRAL_TOP_K = 2
 LLAMA3_8B_TP1 = ServedModel(LLAMA3_8B, kv_heads=8, tp=1)
 LLAMA3_70B_TP8 = ServedModel(LLAMA3_70B, kv_heads=8, tp=8)
 
@@ -140,31 +152,28 @@ def kv_cache_bytes(model: ServedModel, batch: int, context: int, dtype: str) -> 
     return 2 * batch * context * model.kv_heads_per_rank * model.head_dim * ELEMENT_BYTES[dtype]
 
 
-def moe_experts(tokens: int, dtype: str) -> WorkloadSpec:
-    """Mixtral-8x7B's routed experts, looped: each expert's SwiGLU FFN (gate/up GEMM, SiLU x up,
-    down GEMM) over the tokens routed to it, one expert after another (not a grouped GEMM).
-    Routing is even: each of the tokens x top-k assignments lands on the experts in turn, so
-    every expert gets tokens x top_k / experts rows; the router and the gather/scatter of
-    tokens are outside the workload (its input is the tokens already sorted by expert)."""
-    h, f, e, k = MIXTRAL_8X7B.hidden, MIXTRAL_8X7B.ffn, MIXTRAL_EXPERTS, MIXTRAL_TOP_K
-    rows = tokens * k  # token-expert assignments, sorted by expert
-    x = TensorSpec((rows, h), dtype)
-    gate_up = TensorSpec((e, 2 * f, h), dtype)
-    down = TensorSpec((e, h, f), dtype)
-    return WorkloadSpec(
-        id=make_workload_id("block", "mixtral-8x7b-moe-experts-looped", f"t{tokens}", dtype),
-        layer_type="block",
-        kernel="moe_experts_looped",
-        source_model=f"Mixtral-8x7B ({e} experts, top-{k}, even routing, tp 1)",
-        dtype=dtype,
-        inputs=(x, gate_up, down),
-        params={"tokens": tokens, "experts": e, "top_k": k, "hidden": h, "ffn": f,
-                "rows_per_expert": rows // e, "dispatch": "looped"},
-        # per assignment: h x 2f (gate and up) and f x h (down) multiply-adds
-        matmul_flops=2 * rows * h * 2 * f + 2 * rows * f * h,
-        other_flops=SWIGLU_FLOPS_PER_ELEMENT * rows * f,
-        # tokens in, every expert's weights once, tokens out; the FFN activations stay on chip
-        bytes=x.nbytes + gate_up.nbytes + down.nbytes + x.nbytes,
+def flex_decode(
+    model: ServedModel, batch: int, context: int, dtype: str, paged: bool = False
+) -> WorkloadSpec:
+    """One decode step through FlexAttention (no score_mod, no mask; GQA): the same query, KV
+    cache, FLOPs and bytes as the SDPA decode at this cell. Paged, the cache is one pool of
+    128-token pages, (1, KV heads, batch x context, head dim), each sequence's pages shuffled
+    through it (a long-running server's fragmented pool) and found through a page table; its
+    bytes are the contiguous cache's (the page indices, 4 bytes per page, are not counted)."""
+    sdpa = gqa_attention(model, "decode", batch, 1, context, dtype)
+    q, kv, _ = sdpa.inputs
+    params = {**sdpa.params, "compiled": FLEX_COMPILED}
+    name = f"{model.tag}-decode-flex-gqa"
+    if paged:
+        kv = TensorSpec((1, kv.shape[1], batch * context, kv.shape[3]), dtype)  # the pool
+        params |= {"page_size": PAGE_SIZE, "pages": "shuffled"}
+        name += f"-paged{PAGE_SIZE}"
+    return dataclasses.replace(
+        sdpa,
+        id=make_workload_id("attention", name, f"b{batch}ctx{context}", dtype),
+        kernel="flex_decode_gqa_paged" if paged else "flex_decode_gqa",
+        inputs=(q, kv, kv),
+        params=params,
     )
 
 
@@ -206,8 +215,15 @@ def serving_workloads(dtype: str) -> Iterable[WorkloadSpec]:
     for b in DECODE_BATCHES:
         for ctx in DECODE_CONTEXTS:
             yield gqa_attention(LLAMA3_8B_TP1, "decode", b, 1, ctx, dtype)
-    for t in MOE_TOKENS:
-        yield moe_experts(t, dtype)
+    for b in FLEX_DECODE_BATCHES:
+        for ctx in FLEX_DECODE_CONTEXTS:
+            yield flex_decode(LLAMA3_8B_TP1, b, ctx, dtype)
+    for b, ctx in PAGED_DECODE_CELLS:
+        yield flex_decode(LLAMA3_8B_TP1, b, ctx, dtype, paged=True)
+    for config in (MIXTRAL_8X7B_MOE, DEEPSEEK_V2_LITE_MOE):
+        for dispatch in ("looped", "grouped"):
+            for t in MOE_TOKENS:
+                yield moe_experts(config, t, dtype, dispatch)
     if dtype == FP8_OUT_DTYPE:
         parts = {p: (k, n) for p, k, n in LLAMA3_8B_TP1.projections()}
         yield fp8_gemm(LLAMA3_8B_TP1, "mlp-gate-up", 4096, *parts["mlp-gate-up"])

@@ -48,7 +48,9 @@ from reviewkit.suite.profiles import ALL_PROFILE_NAMES, suite_profile
 SUITE_NAME = "reviewkit-core"
 # A changed definition is a new SUITE_VERSION: `python -m reviewkit.suite.history` records it.
 # A kernel whose implementation changes bumps definitions.KERNEL_REVISION.
-SUITE_VERSION = "1.2"  # 1.1: the model at three (batch, seq) cells; 1.2: the serving profile
+# 1.1: the model at three (batch, seq) cells; 1.2: the serving profile; 1.3: serving gains
+# FlexAttention decode (contiguous and paged KV), grouped MoE experts and DeepSeek-V2-Lite's MoE
+SUITE_VERSION = "1.3"
 
 DTYPES = ("fp32", "bf16", "fp16")
 # The dtypes a device profile can hold a compute ceiling for: the suite's, and the integer and

@@ -82,16 +82,16 @@ def test_a_run_projected_past_30_minutes_needs_yes(monkeypatch):
     # round 2 one warm-up call and one sample, 2 s (5 s < 6 s); round 3 2 s: 7 s a workload
     monkeypatch.setattr(runner, "predicted_call_s", lambda *args: 1.0)
     assert projection.workload_s(1.0, SERVING, 3) == pytest.approx(7.0)
-    specs = suite.workloads("serving", ["bf16"])  # 112 x 7 s = 13.1 min: under the limit
+    specs = suite.workloads("serving", ["bf16"])  # 129 x 7 s = 15.1 min: under the limit
     told = []
     runner.confirm_projection(runner.RunRequest(profile="serving"), specs, {}, CPU, {}, 3,
                               told.append)  # fmt: skip
-    # 112 x 6 s = 11.2 min at the whole budget: a 7 s workload passes it by its last round's 1 s
-    assert told == ["serving on cpu: projected sampling time at least 13.1 min from the device "
-                    "profile's ceilings, 11.2 min if every workload used its whole budget (112 "
-                    "of 112 workloads measured)"]  # fmt: skip
-    three = specs * 3  # 336 x 7 s = 39.2 min
-    with pytest.raises(UsageError, match=r"at least 39.2 min .* over the 30 min this profile "
+    # 129 x 6 s = 12.9 min at the whole budget: a 7 s workload passes it by its last round's 1 s
+    assert told == ["serving on cpu: projected sampling time at least 15.1 min from the device "
+                    "profile's ceilings, 12.9 min if every workload used its whole budget (129 "
+                    "of 129 workloads measured)"]  # fmt: skip
+    three = specs * 3  # 387 x 7 s = 45.1 min
+    with pytest.raises(UsageError, match=r"at least 45.1 min .* over the 30 min this profile "
                        r"runs without asking; pass --yes"):  # fmt: skip
         runner.confirm_projection(runner.RunRequest(profile="serving"), three, {}, CPU, {}, 3,
                                   told.append)  # fmt: skip

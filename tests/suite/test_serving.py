@@ -115,12 +115,14 @@ def test_the_profile_lists_every_kind_once_per_dtype():
     ids = [s.id for s in suite.workloads("serving")]
     assert len(ids) == len(set(ids))
     # prefill GEMMs 2 models x 4 parts x 4 lengths = 32, prefill attention 2 x 4 = 8, decode
-    # GEMMs 4 x 6 = 24, decode attention 6 x 5 = 30, MoE 3, fp8 3 (bf16 only), convs 4 x 3 = 12
-    assert len(bf16) == 32 + 8 + 24 + 30 + 3 + 3 + 12 == 112
-    assert len(fp16) == 109
+    # GEMMs 4 x 6 = 24, decode attention 6 x 5 = 30, flex decode 3 x 2 = 6 and paged 2, MoE
+    # 2 models x 2 dispatches x 3 token counts = 12, fp8 3 (bf16 only), convs 4 x 3 = 12
+    assert len(bf16) == 32 + 8 + 24 + 30 + 6 + 2 + 12 + 3 + 12 == 129
+    assert len(fp16) == 126
     assert {s.dtype for s in bf16} == {"bf16", "fp8"}
-    assert {s.kernel for s in bf16} == {"linear", "sdpa_gqa", "moe_experts_looped",
-                                        "scaled_mm", "conv2d"}  # fmt: skip
+    assert {s.kernel for s in bf16} == {"linear", "sdpa_gqa", "flex_decode_gqa",
+                                        "flex_decode_gqa_paged", "moe_experts_looped",
+                                        "moe_experts_grouped", "scaled_mm", "conv2d"}  # fmt: skip
     decode = [s for s in bf16 if s.params.get("phase") == "decode"]
     assert {(s.params["batch"], s.params["kv_len"]) for s in decode} == {
         (b, c) for b in (1, 8, 32, 64, 128, 256) for c in (1024, 4096, 8192, 16384, 32768)
