@@ -183,11 +183,19 @@ def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
     if k == "moe_experts_looped":
         e, h, f = p["experts"], p["hidden"], p["ffn"]
         rows_f, h_f, f_f = min(p["rows_per_expert"], g), min(h, g), min(f, g * threads)
+        inputs = [(e * rows_f, h_f), (e, 2 * f_f, h_f), (e, h_f, f_f)]
+        # tokens: those whose top-k assignments fill the rows kept (rows = tokens x top-k)
+        shared, params = "", {"rows_per_expert": rows_f, "hidden": h_f, "ffn": f_f,
+                              "tokens": e * rows_f // p["top_k"]}  # fmt: skip
+        if p.get("shared_experts"):  # the shared experts' SwiGLU over every token: a GEMM pair
+            t_f, fs_f = min(shapes[3][0], g), min(p["shared_ffn"], g * threads)
+            inputs += [(t_f, h_f), (2 * fs_f, h_f), (h_f, fs_f)]
+            params |= {"shared_ffn": fs_f}
+            shared = f"; the shared experts over {t_f} token(s), ffn {fs_f}"
         return Floor(
-            _with(spec, [(e * rows_f, h_f), (e, 2 * f_f, h_f), (e, h_f, f_f)],
-                  rows_per_expert=rows_f, hidden=h_f, ffn=f_f),
+            _with(spec, inputs, **params),
             f"all {e} experts (the loop's ops grow with them), {rows_f} row(s) each, hidden "
-            f"{h_f}, ffn {f_f}: a {g} x {g} block per thread in each expert's GEMMs",
+            f"{h_f}, ffn {f_f}{shared}: a {g} x {g} block per thread in each GEMM",
         )
     if k == "conv2d":
         (n, c, hh, ww), (kk, _, r, q) = shapes
@@ -237,21 +245,30 @@ def floor_of(spec: WorkloadSpec, threads: int) -> Floor | None:
     return None
 
 
+# The params that name a kernel's first dimension, grown with it.
+GROWN_PARAMS = {"gpt_decoder": ("batch",), "embedding": ("batch",), "mlp_block": ("tokens",),
+                "sdpa_gqa": ("batch",), "moe_experts_looped": ("rows_per_expert", "tokens")}
+# Kernels whose grown inputs are named, not found by rank and first dimension: the MoE's
+# token rows (routed, and the shared experts' tokens) grow, and no weight may, even one whose
+# first dimension happens to equal the rows.
+GROWN_INPUTS = {"moe_experts_looped": (0, 3)}
+
+
 def grown(spec: WorkloadSpec, factor: int) -> WorkloadSpec:
     """`spec` with its first dimension `factor` times as large: every input of the first's rank
     and first dimension grows (a GEMM's weights do not), and the params naming it follow."""
     first = spec.inputs[0].shape
+    named = GROWN_INPUTS.get(spec.kernel)
     inputs = tuple(
         TensorSpec((t.shape[0] * factor, *t.shape[1:]), t.dtype)
-        if len(t.shape) == len(first) and t.shape[0] == first[0]
+        if (i in named if named else len(t.shape) == len(first) and t.shape[0] == first[0])
         else t
-        for t in spec.inputs
+        for i, t in enumerate(spec.inputs)
     )
     params = dict(spec.params)
-    key = {"gpt_decoder": "batch", "embedding": "batch", "mlp_block": "tokens",
-           "sdpa_gqa": "batch", "moe_experts_looped": "rows_per_expert"}.get(spec.kernel)
-    if key:
-        params[key] = params[key] * factor
+    for key in GROWN_PARAMS.get(spec.kernel, ()):
+        if key in params:
+            params[key] = params[key] * factor
     if "shape" in params:
         params["shape"] = list(inputs[0].shape)
     return dataclasses.replace(spec, inputs=inputs, params=params, id=f"{spec.id}.x{factor}")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from reviewkit.analysis.roofline import OVERHEAD_BOUND, analyse_run
 from reviewkit.bundle.records import Run
 from reviewkit.measure import overhead
-from reviewkit.suite import kernels
+from reviewkit.suite import floors, kernels
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.definitions import TensorSpec
 from reviewkit.suite.profiles import suite_profile
@@ -151,10 +151,15 @@ def test_serving_floors_run_the_workloads_ops(threads):
         moe, inputs=(TensorSpec((e * rows, h), "bf16"), TensorSpec((e, 2 * f, h), "bf16"),
                      TensorSpec((e, h, f), "bf16")),
         params={**moe.params, "rows_per_expert": rows, "hidden": h, "ffn": f})  # fmt: skip
+    t, fs = 16, 1024  # DeepSeek-style: a shared experts' SwiGLU over every token after them
+    shared_moe = dataclasses.replace(
+        small_moe, inputs=(*small_moe.inputs, TensorSpec((t, h), "bf16"),
+                           TensorSpec((2 * fs, h), "bf16"), TensorSpec((h, fs), "bf16")),
+        params={**small_moe.params, "shared_experts": 2, "shared_ffn": fs})  # fmt: skip
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        for spec in (decode, small_moe):
+        for spec in (decode, small_moe, shared_moe):
             fn = kernels.build(spec, CPU)
             policy = suite_profile("smoke").floor_sampling
             rec = overhead.cpu_floor_record(spec, fn, CPU, threads, kernels.build, policy=policy)
@@ -162,5 +167,18 @@ def test_serving_floors_run_the_workloads_ops(threads):
             assert rec["double_samples_s"], spec.id  # the double stayed on the path
     finally:
         torch.set_num_threads(before)
-    # the MoE loop's ops grow with its experts: 8 of each expert's GEMM pair
-    assert rec["ops"]["workload"]["aten::linear"] == 2 * e
+    # the MoE loop's ops grow with its experts: 8 of each expert's GEMM pair, and the shared pair
+    assert rec["ops"]["workload"]["aten::linear"] == 2 * e + 2
+
+
+def test_a_kernel_without_a_floor_rule_says_why_even_where_the_op_counter_cannot_run_it():
+    # FlexAttention is compiled in its builder; under the op counter's dispatch mode it would
+    # leave the compiled program (torch 2.13 fails or runs its unfused reference). The record
+    # must carry the rule's reason, not a TypeError, and no op profile.
+    spec = next(iter(suite.plan_specs("serving", ("bf16",), "*decode-flex-gqa.b8ctx4096*")))
+    policy = suite_profile("smoke").floor_sampling
+    record, ops = overhead._measure_one(spec, kernels.build(spec, CPU), 1e-3, CPU, 2,
+                                        kernels.build, policy)  # fmt: skip
+    assert record["available"] is False
+    assert record["reason"] == floors.NO_FLOOR_RULE["flex_decode_gqa"]
+    assert ops is None

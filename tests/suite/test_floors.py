@@ -149,3 +149,18 @@ def test_every_serving_kernel_has_a_floor_or_says_why_not():
         if f is not None:
             for mine, theirs in zip(f.spec.inputs, spec.inputs, strict=True):
                 assert math.prod(mine.shape) <= math.prod(theirs.shape), spec.id
+
+
+def test_a_moe_floor_with_shared_experts_keeps_them_and_grows_only_the_token_rows():
+    # DeepSeek-V2-Lite at 64 tokens: 64 experts x 6 rows (384 = 64 tokens x top-6), hidden 2048
+    # -> 64, ffn 1408 -> 128; the shared SwiGLU (width 2 x 1408 = 2816 -> 128) over 64 tokens.
+    spec = _spec("block.deepseek-v2-lite-moe-experts-looped.t64", "serving", "bf16")
+    f = floors.floor_of(spec, 2)
+    assert [t.shape for t in f.spec.inputs] == [
+        (384, 64), (64, 256, 64), (64, 64, 128), (64, 64), (256, 64), (64, 128)]
+    assert f.spec.params["tokens"] == 64 and f.spec.params["shared_ffn"] == 128
+    d = floors.doubled(f, 2)
+    # the routed rows and the shared tokens double, no weight does (the inputs that grow are
+    # named for the MoE kernel, not found by their first dimension)
+    assert [t.shape[0] for t in d.inputs] == [768, 64, 64, 128, 256, 64]
+    assert d.params["rows_per_expert"] == 12 and d.params["tokens"] == 128
