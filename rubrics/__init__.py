@@ -1,4 +1,5 @@
-"""The default rubric and layer map: package data, mapped from rubrics/ by pyproject.toml."""
+"""The default rubric, layer map and platform table: package data, mapped from rubrics/ by
+pyproject.toml."""
 
 from pathlib import Path
 

@@ -1,16 +1,20 @@
-"""Device ceilings: the datasheet table, and the rule that picks the peak MFU is measured against.
+"""Device ceilings: a known GPU's datasheet figures, and the rule that picks the peak MFU is
+measured against.
 
-docs/metrics.md: a GPU found in the datasheet table uses its datasheet dense peak for MFU (the
-convention of published MFU figures) with the measured ceiling beside it; any other device
-(most CPUs) uses the measured ceiling and says so.
+docs/metrics.md: a GPU found in the platform table (rubrics/platforms.toml, read by
+`platform_table`) uses its datasheet dense peak for MFU (the convention of published MFU figures)
+with the measured ceiling beside it; any other device (every CPU) uses the measured ceiling and
+says so.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
-TERA = 1e12
+from reviewkit.suite import platform_table
+from reviewkit.suite.workloads import CEILING_DTYPES
 
 
 @dataclass(frozen=True)
@@ -18,76 +22,53 @@ class DatasheetEntry:
     name: str
     pattern: str  # regex matched against torch's device name
     peak_flops_per_s: dict[str, float]  # dense (no structured sparsity), per dtype
-    peak_bytes_per_s: float
+    peak_bytes_per_s: float | None
     reference: str
 
 
-# fp32 is the non-tensor-core rate: torch does not use TF32 for fp32 matmul unless asked
-# (torch.backends.cuda.matmul.allow_tf32 is recorded among the knobs). Most specific first.
-DATASHEET = (
-    DatasheetEntry(
-        "NVIDIA H200 SXM",
-        r"H200",
-        {"fp32": 67 * TERA, "bf16": 989 * TERA, "fp16": 989 * TERA},
-        4.8 * TERA,
-        "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM column; "
-        "tensor-core figures halved from the with-sparsity values",
-    ),
-    DatasheetEntry(
-        "NVIDIA H100 PCIe",
-        r"H100.*PCIe",
-        {"fp32": 51 * TERA, "bf16": 756 * TERA, "fp16": 756 * TERA},
-        2.0 * TERA,
-        "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column, dense",
-    ),
-    DatasheetEntry(
-        "NVIDIA H100 SXM",
-        r"H100",
-        {"fp32": 67 * TERA, "bf16": 989.4 * TERA, "fp16": 989.4 * TERA},
-        3.35 * TERA,
-        "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column, dense",
-    ),
-    DatasheetEntry(
-        "NVIDIA A100 SXM4 80GB",
-        r"A100-SXM4?-80GB",
-        {"fp32": 19.5 * TERA, "bf16": 312 * TERA, "fp16": 312 * TERA},
-        2.039 * TERA,
-        "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM column, dense",
-    ),
-    DatasheetEntry(
-        "NVIDIA A100 PCIe 80GB",
-        r"A100.*PCIE.*80GB|A100 80GB PCIe",
-        {"fp32": 19.5 * TERA, "bf16": 312 * TERA, "fp16": 312 * TERA},
-        1.935 * TERA,
-        "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB PCIe column, dense",
-    ),
-    DatasheetEntry(
-        "NVIDIA A100 40GB",
-        r"A100",
-        {"fp32": 19.5 * TERA, "bf16": 312 * TERA, "fp16": 312 * TERA},
-        1.555 * TERA,
-        "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB column, dense",
-    ),
-    DatasheetEntry(
-        "NVIDIA L4",
-        r"\bL4\b",
-        {"fp32": 30.3 * TERA, "bf16": 121 * TERA, "fp16": 121 * TERA},
-        0.3 * TERA,
-        "NVIDIA L4 Tensor Core GPU datasheet (2023); tensor-core figures halved from the "
-        "with-sparsity values",
-    ),
-    DatasheetEntry(
-        "AMD Instinct MI300X",
-        r"MI300X",
-        {"fp32": 163.4 * TERA, "bf16": 1307.4 * TERA, "fp16": 1307.4 * TERA},
-        5.3 * TERA,
-        "AMD Instinct MI300X accelerator datasheet (2023), dense matrix figures",
-    ),
-)
+def _entry(p: platform_table.Platform) -> DatasheetEntry:
+    """A platform's datasheet figures as the calibration takes them: the dense peaks of the
+    dtypes the suite calibrates (fp32 the non-tensor-core rate: torch does not use TF32 for an
+    fp32 matmul unless asked, and `torch.backends.cuda.matmul.allow_tf32` is recorded among the
+    knobs), main-memory bandwidth, and a reference naming every document they come from."""
+    dense = {
+        d: f
+        for d, f in p.peak_dense_flops_per_s.items()
+        if d in CEILING_DTYPES and f.kind == platform_table.DATASHEET
+    }
+    bandwidth = p.figure("memory_bytes_per_s")
+    if bandwidth is not None and bandwidth.kind != platform_table.DATASHEET:
+        bandwidth = None
+    used = [*dense.values(), *([bandwidth] if bandwidth else [])]
+    documents = dict.fromkeys(f"{f.document} ({f.date})" for f in used)
+    reference = (
+        f"{p.name}, dense figures from {'; '.join(documents)} (rubrics/platforms.toml `{p.key}`)"
+    )
+    return DatasheetEntry(
+        p.name,
+        p.pattern or "",
+        {d: float(f.value) for d, f in dense.items()},
+        float(bandwidth.value) if bandwidth else None,
+        reference,
+    )
+
+
+@lru_cache(maxsize=1)
+def datasheet() -> tuple[DatasheetEntry, ...]:
+    """The platform table's accelerators torch can name, with datasheet dense peaks, in the
+    table's order (most specific pattern first). CPUs are never here: their MFU uses the
+    measured ceiling."""
+    return tuple(
+        _entry(p)
+        for p in platform_table.default_table().platforms
+        if p.pattern
+        and p.device != platform_table.CPU
+        and (p.peak_dense_flops_per_s or p.figure("memory_bytes_per_s"))
+    )
 
 
 def lookup(device_name: str) -> DatasheetEntry | None:
-    for entry in DATASHEET:
+    for entry in datasheet():
         if re.search(entry.pattern, device_name, flags=re.IGNORECASE):
             return entry
     return None

@@ -35,7 +35,7 @@ def test_datasheet_values_are_dense_figures():
     assert h100.peak_bytes_per_s == pytest.approx(3.35e12)
     a100 = ceilings.lookup("NVIDIA A100-SXM4-80GB")
     assert a100.peak_flops_per_s["bf16"] == 312e12 and a100.peak_flops_per_s["fp32"] == 19.5e12
-    assert all(e.reference for e in ceilings.DATASHEET)
+    assert all(e.reference for e in ceilings.datasheet())
 
 
 def test_datasheet_peak_is_used_with_the_measured_one_beside_it():
