@@ -28,9 +28,11 @@ NOT_AVAILABLE = "not available"
 OVERHEAD_NOT_MEASURED = "not measured (0 added)"
 # A share of roof measured on another device says little about this one's kernels: the best
 # published analytic models miss per operator by 4-10% with the device's microarchitecture in
-# hand (issue 34), and a CPU's and a GPU's shares on one shape differ by 2x and more. Until
-# benchmarks/projection_error.py (issue 34 item 4) measures the cross-device error, a borrowed
-# efficiency's 80% interval is widened by this factor on each side: a stated assumption.
+# hand (issue 34), and a CPU's and a GPU's shares at one roof time differ by 2x and more. A
+# borrowed efficiency's 80% interval is widened by this factor on each side: with it the
+# committed H200 sample's 96 workloads projected from the EPYC quick run fall in their
+# intervals 77% of the time, and the reverse 75% (benchmarks/projection_error.py, issue 34
+# item 4, is to hold it on held-out shapes).
 BORROWED_WIDENING = 2.0
 # The run-to-run standard deviation a run without its device's recorded figure is given: the
 # default rubric's run_to_run_sd (this project's VM, docs/metrics.md).
@@ -219,10 +221,10 @@ def project_one(
     roof = max(t.flops / peak if t.flops > 0 and peak else 0.0,
                t.bytes / level.bandwidth_bytes_per_s)  # fmt: skip
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
-    pred = predict(chosen, t.flops / t.bytes if t.bytes else 0.0,
-                   t.flops if t.flops > 0 else t.bytes, dtype=t.dtype, variant=t.variant,
-                   noise_sd=noise_sd,
-                   extra_log_width=extra, pooled=pooled, note=note)  # fmt: skip
+    # size is the roof time on the device it runs on (efficiency_fit's docstring says why)
+    pred = predict(chosen, t.flops / t.bytes if t.bytes else 0.0, roof, dtype=t.dtype,
+                   variant=t.variant, noise_sd=noise_sd, extra_log_width=extra, pooled=pooled,
+                   note=note)  # fmt: skip
     o = overhead_of(chosen, t.layer_type)
     o_label = OVERHEAD_NOT_MEASURED if not o.workloads else (
         MEASURED if label == MEASURED else label)  # fmt: skip
@@ -289,7 +291,8 @@ class Projection:
             "devices": [d.to_json() for d in self.devices],
             "method": {
                 "share_of_roof": "s = max(t_c, t_m) / (t - t_o) per measured workload; "
-                "predicted by distance-weighted nearest neighbours in (log10 F/B, log10 size)",
+                "predicted by distance-weighted nearest neighbours in (log10 F/B, log10 t_roof), "
+                "t_roof on the device the work runs on",
                 "neighbours": NEIGHBOURS, "min_dtype_points": MIN_DTYPE_POINTS,
                 "weight_softening_decades": WEIGHT_SOFTENING_DECADES,
                 "widening_per_decade": WIDENING_PER_DECADE,

@@ -127,8 +127,10 @@ def print_projection(p: Projection, console: Console) -> None:
             "nearest",
         ]
         for col in cols:
-            t.add_column(col, justify="left" if col in ("workload", "phase", "layer type",
-                                                         "label") else "right")  # fmt: skip
+            left = col in ("workload", "phase", "layer type", "label")
+            # an id is what a reader searches for: wrapped whole, never cut to an ellipsis
+            t.add_column(col, justify="left" if left else "right",
+                         overflow="fold" if col == "workload" else "ellipsis")  # fmt: skip
         for r in rows:
             t.add_row(
                 r.id, *([r.phase, str(r.count)] if model else []), r.layer_type,
