@@ -141,7 +141,7 @@ def point_of(w: AnalysedWorkload, device: str, fingerprint: str | None) -> Effic
         elif share < MIN_SHARE:
             notes.append(f"s = {share:.3g} clamped to {MIN_SHARE:g}")
             share = MIN_SHARE
-    intensity = w.flops / w.bytes if w.bytes else 0.0
+    intensity = w.flops / max(w.bytes, 1.0)  # as a target's: no infinite intensity
     return EfficiencyPoint(
         workload=w.id, layer_type=w.layer_type, dtype=w.compute_dtype, device=device,
         fingerprint=fingerprint, arithmetic_intensity=intensity,

@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 NOT_BUILT = ("--trace-summary (a trace summary's production op mix) and --platform (the "
              "platform table, issue 34 item 1) are not built yet")  # fmt: skip
 DEFAULT_MODEL_DTYPE = "bf16"  # what serving stacks run a decoder in
+DEFAULT_BATCH = 1  # one request
+DEFAULT_CONTEXT = 2048  # a prompt of 2k tokens, the shortest suite/serving.py prefills
 DASH = "\u2013"  # the en dash between an interval's ends
 
 
 def _targets(
-    profile: str | None, only: str | None, dtype: str | None, model: str | None, batch: int,
-    context: int, measured_dtypes: list[str],
+    profile: str | None, only: str | None, dtype: str | None, model: str | None,
+    batch: int | None, context: int | None, measured_dtypes: list[str],
 ) -> tuple[list[TargetWorkload], dict]:  # fmt: skip
     from reviewkit.analysis.efficiency_fit import variant_of
     from reviewkit.analysis.project import TargetWorkload
@@ -34,6 +36,12 @@ def _targets(
     if (profile is None) == (model is None):
         raise UsageError("pass one target: --profile P (suite workloads) or --model NAME|"
                          "config.json (a decoder's prefill and decode)")  # fmt: skip
+    if profile is not None and (batch is not None or context is not None):
+        raise UsageError("--batch and --context shape a --model target; a --profile's "
+                         "workloads have their own shapes (narrow them with --only)")  # fmt: skip
+    if model is not None and only is not None:
+        raise UsageError("--only selects --profile workloads; a --model target is every "
+                         "workload of its prefill and decode")  # fmt: skip
     if profile is not None:
         dtypes = parse_dtypes(dtype) if dtype else [
             d for d in suite.DTYPES if d in measured_dtypes] or list(suite.DTYPES)  # fmt: skip
@@ -48,6 +56,8 @@ def _targets(
         raise UsageError(f"--dtype {dtype!r} with --model: expected one of "
                          f"{', '.join(suite.DTYPES)}")  # fmt: skip
     cfg = decoder_config(model)
+    batch = DEFAULT_BATCH if batch is None else batch
+    context = DEFAULT_CONTEXT if context is None else context
     rows = [TargetWorkload(w.spec.id, w.spec.layer_type, w.spec.dtype, w.spec.flops,
                            w.spec.bytes, variant_of(w.spec.kernel, w.spec.params), w.count,
                            w.phase)
@@ -63,7 +73,7 @@ def _targets(
 
 def build_projection(
     runs: list[Path], profile: str | None, only: str | None, dtype: str | None,
-    model: str | None, batch: int, context: int, device_profile: Path | None,
+    model: str | None, batch: int | None, context: int | None, device_profile: Path | None,
 ) -> Projection:  # fmt: skip
     from reviewkit.analysis.efficiency_fit import points_of
     from reviewkit.analysis.project import (
@@ -177,9 +187,13 @@ def project_cmd(
         help="target: Llama-3-8B | Llama-3-70B | Mixtral-8x7B, or a HuggingFace config.json: "
         "its prefill and one decode step",
     ),
-    batch: int = typer.Option(1, help="with --model: sequences in the batch"),
-    context: int = typer.Option(
-        2048, help="with --model: prompt tokens prefilled, and the KV cache a decode step reads"
+    batch: int | None = typer.Option(
+        None, help=f"with --model: sequences in the batch (default {DEFAULT_BATCH})"
+    ),
+    context: int | None = typer.Option(
+        None,
+        help="with --model: prompt tokens prefilled, and the KV cache a decode step reads "
+        f"(default {DEFAULT_CONTEXT})",
     ),
     device_profile: Path | None = typer.Option(
         None,

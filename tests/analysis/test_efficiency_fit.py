@@ -15,6 +15,7 @@ from reviewkit.analysis.project import (
     TargetWorkload,
     device_of_run,
     project_one,
+    run_noise_sd,
     target_device,
 )
 from reviewkit.analysis.roofline import analyse_run
@@ -146,6 +147,16 @@ def test_a_dtype_with_too_few_points_pools_and_prefers_its_own():
     # a decade away for their dtype alone (weight under 1 / 1.1^2 = 0.83 each): the
     # prediction stays near 0.9, not the fp32 points' 0.5
     assert pred.neighbours[0] == "gemm.b.bf16" and pred.share > 0.85
+
+
+def test_the_noise_is_the_runs_recorded_run_to_run_sd():
+    doc = square_gemm_doc(SHARE, OVERHEAD_S, SIZES)
+    recorded = analysed({**doc, "run_to_run": {"available": True, "sd": 0.02}})
+    quiet = analysed({**doc, "run_to_run": {"available": True, "sd": 0.0}})
+    # the largest of the runs' figures; none recorded: the rubric default 8%; 0: the floor 1%
+    assert run_noise_sd([recorded]) == 0.02
+    assert run_noise_sd([recorded, analysed(doc)]) == 0.08
+    assert run_noise_sd([quiet]) == 0.01
 
 
 @pytest.mark.parametrize("sample,median_error", [("cpu-quick-epyc-2core", 0.25),

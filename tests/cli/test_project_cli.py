@@ -105,3 +105,7 @@ def test_bad_input_names_what_to_do(run_dir, tmp_path):
     assert missing.exit_code == 2 and "'num_attention_heads' is missing" in missing.stderr
     unknown = invoke("--from", run_dir, "--model", "gpt-5")
     assert unknown.exit_code == 2 and "Llama-3-8B" in unknown.stderr
+    shaped = invoke("--from", run_dir, "--profile", "quick", "--batch", 8)
+    assert shaped.exit_code == 2 and "--batch and --context shape a --model" in shaped.stderr
+    only = invoke("--from", run_dir, "--model", "Llama-3-8B", "--only", "gemm.*")
+    assert only.exit_code == 2 and "--only selects --profile workloads" in only.stderr
