@@ -186,6 +186,7 @@ class Projected:
     high_s: float | None = None
     nearest_decades: float | None = None  # to the nearest measured point of its fit
     neighbours: tuple[str, ...] = field(default=())
+    device_fingerprint: str | None = None  # two devices of one name stay apart
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -206,7 +207,8 @@ def project_one(
     type (measured), else from every run's (borrowed); not available without a peak for its
     dtype or a measured point of its layer type."""
     base = {"id": t.id, "layer_type": t.layer_type, "dtype": t.dtype, "device": device.name,
-            "phase": t.phase, "count": t.count}  # fmt: skip
+            "device_fingerprint": device.fingerprint, "phase": t.phase,
+            "count": t.count}  # fmt: skip
     peak = device.peak_flops_per_s.get(t.dtype)
     if t.flops > 0 and not peak:
         have = ", ".join(sorted(device.peak_flops_per_s)) or "none"
@@ -263,11 +265,12 @@ class Total:
 
 
 def totals(rows: Sequence[Projected], by_layer: bool) -> list[Total]:
-    groups: dict[tuple[str, str, str], list[Projected]] = {}
+    groups: dict[tuple[str, str | None, str, str], list[Projected]] = {}
     for r in rows:
-        groups.setdefault((r.device, r.phase, r.layer_type if by_layer else ""), []).append(r)
+        key = (r.device, r.device_fingerprint, r.phase, r.layer_type if by_layer else "")
+        groups.setdefault(key, []).append(r)
     out = []
-    for (device, phase, layer), rs in groups.items():
+    for (device, _, phase, layer), rs in groups.items():
         ok = [r for r in rs if r.projected_s is not None]
 
         def summed(attr: str, ok=ok) -> float | None:

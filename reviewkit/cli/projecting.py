@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from reviewkit.cli.shared import emit_json, parse_dtypes, user_errors
 from reviewkit.cli.tables import DataTable, time_text
@@ -121,8 +122,10 @@ def print_projection(p: Projection, console: Console) -> None:
 
     model = p.target.get("kind") == "model"
     for dev in p.devices:
-        rows = [r for r in p.workloads if r.device == dev.name]
-        console.print(f"[bold]Projected onto {dev.name}[/] ({dev.source})", highlight=False)
+        rows = [r for r in p.workloads
+                if (r.device, r.device_fingerprint) == (dev.name, dev.fingerprint)]  # fmt: skip
+        console.print(f"[bold]Projected onto {escape(dev.name)}[/] ({escape(dev.source)})",
+                      highlight=False)  # fmt: skip
         t = DataTable(title="Per workload (80% interval)", title_justify="left")
         cols = [
             "workload",
