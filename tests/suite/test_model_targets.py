@@ -88,3 +88,16 @@ def test_bad_values_and_unknown_names_are_refused(tmp_path):
         decoder_config(str(path))
     with pytest.raises(UsageError, match="Llama-3-70B, Mixtral-8x7B"):
         decoder_config("gpt-5")
+
+
+def test_a_built_in_models_workloads_are_the_serving_profiles_definitions():
+    # Llama-3-8B prefill of one 2048-token prompt is what the serving profile measures: the
+    # same definitions (and hashes), so a serving run's points sit at distance 0
+    from reviewkit.suite.serving import serving_workloads
+
+    served = {s.id: s for s in serving_workloads("bf16")}
+    rows = phase_workloads(BUILT_IN["Llama-3-8B"], batch=1, context=2048, dtype="bf16")
+    shared = [w.spec for w in rows if w.spec.id in served]
+    assert {s.params.get("part") or s.layer_type for s in shared} >= {
+        "attn-qkv", "attn-o", "mlp-gate-up", "mlp-down", "attention"}  # fmt: skip
+    assert all(s.definition_hash() == served[s.id].definition_hash() for s in shared)
