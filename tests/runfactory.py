@@ -319,6 +319,34 @@ def separate_run(rng, run_sd, effect=1.0, rounds=5, calls=20, round_sd=0.005, ca
     return run if record is None else run.with_values(run_to_run=record)
 
 
+def square_gemm_doc(share: float, overhead_s: float | None, sizes, name: str = "Test CPU",
+                    fingerprint: str = "fp-a", peak: float = 1e12, bandwidth: float = 1e11
+                    ) -> dict:  # fmt: skip
+    """A run document of n x n x n fp32 GEMMs (one per size) that each take t = t_roof / share
+    + overhead_s, every sample the same: compute-bound at intensity n / 6 FLOP/B once n / 6 is
+    over the ridge peak / bandwidth, t_roof = 2n^3 / peak. `overhead_s` None: not measured."""
+    workloads = []
+    for n in sizes:
+        flops, nbytes = 2.0 * n**3, 12.0 * n**2
+        t = flops / peak / share + (overhead_s or 0.0)
+        w = {"id": f"gemm.sq{n}.fp32", "layer_type": "gemm", "kernel": "linear",
+             "dtype": "fp32", "status": "ok", "params": {"m": n, "k": n, "n": n},
+             "flops": flops, "matmul_flops": flops, "bytes": nbytes, "samples_s": [t] * 40,
+             "definition_hash": "0" * 16, "inputs": [], "warmup_samples_s": []}  # fmt: skip
+        if overhead_s is not None:
+            w["overhead"] = {"available": True, "method": "floor-call",
+                             "samples_s": [overhead_s] * 40}  # fmt: skip
+        workloads.append(w)
+    return {
+        "tool": {"name": "reviewkit", "version": "test"}, "complete": True, "profile": "quick",
+        "suite": {"name": "reviewkit-core", "version": "1.2", "hash": "h"},
+        "environment": {"fingerprint": {"hash": fingerprint}, "cpu_model": name},
+        "knobs": {"device": "cpu", "dtypes": ["fp32"]},
+        "ceilings": {"compute": {"fp32": {"peak": peak}}, "bandwidth": {"peak": bandwidth}},
+        "workloads": workloads,
+    }  # fmt: skip
+
+
 def analysed(doc: dict, below_roof_share: float | None = None):
     """A run document (as a test writes it) read into a record and analysed."""
     from reviewkit.bundle.records import Run

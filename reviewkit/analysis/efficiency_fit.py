@@ -1,0 +1,276 @@
+"""Measured efficiency as a fit: a layer type's share of roof by intensity, size and dtype.
+
+Size is the time the work takes at the roof of the device it runs on, t_roof, not its FLOPs: a
+GPU is still launching a call a CPU is long busy with, so the same FLOPs are large on one device
+and small on the other, while a call of 10 us at the roof is small on either. Within one
+device the two differ little (t_roof grows with F at a given intensity); across devices, on
+the committed samples, FLOPs as the size left the H200 run projected from the EPYC run covered
+50% and the reverse 27% (median errors 1.8x and 6.9x), t_roof 77% and 75% (1.7x and 3.4x).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
+from reviewkit.analysis.ceilings import SET_THE_CEILING
+
+# Neighbours a prediction averages over. The quick profile measures 8 GEMMs and 9 attention
+# calls per dtype: 4 keeps a prediction local (half of a layer type's shapes at most) while
+# giving its 10th-90th percentile more than the one point a single neighbour would.
+NEIGHBOURS = 4
+# A dtype with fewer measured points than this is pooled with the layer type's other dtypes
+# (said in the fit's note): two points give no spread to take an interval from.
+MIN_DTYPE_POINTS = 3
+# Inverse-square distance weights 1 / (d + d0)^2, d in decades of (intensity, t_roof): d0 keeps a
+# point measured at the target's own shape from taking an infinite weight while still letting
+# it outweigh one a decade away about 100 to 1.
+WEIGHT_SOFTENING_DECADES = 0.1
+# How much farther from the measured data costs: each decade (10x in intensity or t_roof, or the
+# decade a dtype or variant mismatch counts) between the target and its nearest measured point
+# widens the 80% interval by this factor on each side. Left one out at a time, the 96 points of
+# the committed 2-core EPYC quick run are covered 85% of the time at 1.25 (78% at 1.0, 91% at
+# 1.5; median error 15% in share of roof), the committed H200 quick run's 71% (64%, 80%;
+# median error 30%): tests/analysis/test_efficiency_fit.py holds both in 70-90%. Chosen on the
+# same data it is checked on; issue 34 item 4's benchmark is to measure it on held-out shapes.
+WIDENING_PER_DECADE = 1.25
+# An 80% two-sided interval of a normal spans this many standard deviations each side.
+Z_80 = 1.2816
+# A share of roof at or under 0 cannot be logged: a measured point is clamped to this floor
+# (a workload at a millionth of its roof is beyond what a projection can use), and says so.
+MIN_SHARE = 1e-6
+# Arithmetic intensity of a workload with no FLOPs (a copy, a transpose): log10 of 0 is -inf,
+# so those points sit at this intensity, which no workload with FLOPs reaches in the suite.
+NO_FLOPS_INTENSITY = 1e-4
+# A roof time of 0 (a workload with neither FLOPs nor bytes) cannot be logged: a picosecond,
+# under anything a device times.
+MIN_ROOF_TIME_S = 1e-12
+# Where a fit pools dtypes, a point of another dtype counts this many decades farther away than
+# its shape: one dtype's kernels say little about another's (on the 2-core EPYC bf16 GEMMs reach
+# 2x fp32's rate and fp16's emulated ones 0.2x), so its own dtype's points come first.
+DTYPE_MISMATCH_DECADES = 1.0
+# A point of another kernel variant (sdpa against sdpa_gqa, causal against full) counts this
+# many decades farther away: on the EPYC quick run a causal SDPA reaches half the share of roof
+# of the full one at nearly the same intensity and size (it computes the masked half), which
+# intensity and size alone cannot tell apart; counting it a decade away took the leave-one-out
+# p90 error (as WIDENING_PER_DECADE says) from 0.66 to 0.53 in log share (half a decade: 0.64).
+VARIANT_MISMATCH_DECADES = 1.0
+
+
+@dataclass(frozen=True)
+class EfficiencyPoint:
+    """One measured workload as the fit sees it. Times in seconds."""
+
+    workload: str
+    layer_type: str
+    dtype: str  # the dtype its GEMMs multiply in (a quantized mapping's int8)
+    device: str  # the run's device name
+    fingerprint: str | None  # the device fingerprint hash, None in a bundle without one
+    arithmetic_intensity: float  # F / B, FLOP per byte
+    variant: str  # the kernel, "+causal" for a causal one: kernels the features cannot tell apart
+    roof_time_s: float  # max(t_c, t_m) on its own device (the fused roof)
+    time_s: float  # the per-call median t
+    overhead_s: float | None  # measured t_o; None: not measured (then s is t_roof / t)
+    share: float  # s = t_roof / (t - t_o), clamped to (0, 1]
+    note: str  # why s was clamped, or why the overhead is unknown ("" when neither)
+
+    @property
+    def coords(self) -> tuple[float, float]:
+        return _coords(self.arithmetic_intensity, self.roof_time_s)
+
+
+def _coords(intensity: float, roof_time_s: float) -> tuple[float, float]:
+    return (math.log10(max(intensity, NO_FLOPS_INTENSITY)),
+            math.log10(max(roof_time_s, MIN_ROOF_TIME_S)))  # fmt: skip
+
+
+def variant_of(kernel: str, params: object) -> str:
+    causal = isinstance(params, Mapping) and bool(params.get("causal"))
+    return f"{kernel}+causal" if causal else kernel
+
+
+def distance_decades(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Euclidean distance in (log10 intensity, log10 t_roof): decades apart."""
+    return math.hypot(a[0] - b[0], a[1] - b[1])
+
+
+def point_distance(p: EfficiencyPoint, coords: tuple[float, float], dtype: str,
+                   variant: str) -> float:  # fmt: skip
+    """Decades from a measured point to a target: its shape's distance, with another dtype and
+    another kernel variant each counted as that many decades more (in quadrature)."""
+    return math.hypot(distance_decades(p.coords, coords),
+                      DTYPE_MISMATCH_DECADES if p.dtype != dtype else 0.0,
+                      VARIANT_MISMATCH_DECADES if p.variant != variant else 0.0)  # fmt: skip
+
+
+def point_of(w: AnalysedWorkload, device: str, fingerprint: str | None) -> EfficiencyPoint | None:
+    """The workload as a fit point, or None where it has no roof to share (not measured, no
+    ceiling for its dtype, or a collective whose time is communication)."""
+    if not w.measured or w.compute_time_s is None or w.memory_time_s is None or not w.stats:
+        return None
+    d = w.decomposition
+    if d is None or d.communication_time_s > 0 or w.layer_type == "collective":
+        return None
+    roof = max(w.compute_time_s, w.memory_time_s)
+    t = w.stats.p50_s
+    if roof <= 0 or t <= 0:
+        return None
+    overhead = d.overhead_time_s
+    notes = []
+    if overhead is None:
+        kernel = t
+        notes.append("overhead not measured: s = t_roof / t, a lower bound")
+    else:
+        kernel = t - overhead
+    # the analysis already keeps t_roof <= t - t_o: a workload faster than its ceiling raised
+    # it, and an overhead over t - t_roof was cut to that; what s = 1 then means is said here
+    if SET_THE_CEILING in w.flags:
+        notes.append("its rate set its dtype's ceiling (calibration missed the peak): s = 1")
+    if d.overhead_overestimated:
+        notes.append("its measured overhead exceeds t - t_roof: cut to it, s = 1")
+    if kernel <= 0:
+        share = 1.0
+        notes.append("its measured overhead is all of t: s clamped to 1")
+    else:
+        share = roof / kernel
+        if share > 1:
+            notes.append(f"faster than its roof (s = {share:.3g}): clamped to 1")
+            share = 1.0
+        elif share < MIN_SHARE:
+            notes.append(f"s = {share:.3g} clamped to {MIN_SHARE:g}")
+            share = MIN_SHARE
+    intensity = w.flops / max(w.bytes, 1.0)  # as a target's: no infinite intensity
+    return EfficiencyPoint(
+        workload=w.id, layer_type=w.layer_type, dtype=w.compute_dtype, device=device,
+        fingerprint=fingerprint, arithmetic_intensity=intensity,
+        variant=variant_of(w.kernel, w.params),
+        roof_time_s=roof, time_s=t, overhead_s=overhead, share=share, note="; ".join(notes),
+    )  # fmt: skip
+
+
+def points_of(run: AnalysedRun) -> tuple[EfficiencyPoint, ...]:
+    """Every usable measured workload of an analysed run as a fit point, in run order."""
+    device, fingerprint = run.device_label, run.fingerprint.get("hash")
+    found = (point_of(w, device, fingerprint) for w in run.measured_workloads)
+    return tuple(p for p in found if p is not None)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The share of roof a fit predicts at one point, with its 80% interval and where it came
+    from. Shares are t_roof / t_kernel."""
+
+    share: float
+    share_low: float
+    share_high: float
+    nearest_decades: float  # distance to the nearest measured point
+    neighbours: tuple[str, ...]  # the measured workloads it averaged, nearest first
+    pooled: bool  # True: the dtype had too few points, the layer type's dtypes were pooled
+    note: str
+
+
+def _weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The q-quantile of `values` with `weights`: the first value, in order, whose cumulative
+    weight reaches q of the total."""
+    pairs = sorted(zip(values, weights, strict=True))
+    total = sum(w for _, w in pairs)
+    running = 0.0
+    for value, w in pairs:
+        running += w
+        if running >= q * total - 1e-12:
+            return value
+    return pairs[-1][0]
+
+
+def predict(
+    points: Sequence[EfficiencyPoint],
+    intensity: float,
+    roof_time_s: float,
+    *,
+    dtype: str,
+    variant: str,
+    noise_sd: float,
+    extra_log_width: float = 0.0,
+    pooled: bool = False,
+    note: str = "",
+) -> Prediction:
+    """The share of roof at (intensity, t_roof) from `points` (one layer type, one dtype or pooled):
+    the distance-weighted mean of log s over the nearest NEIGHBOURS (by point_distance), its
+    80% interval the neighbours' weighted 10th-90th percentiles of log s, widened each side by
+    the run-to-run noise (Z_80 x `noise_sd`), by WIDENING_PER_DECADE per decade to the nearest
+    point, and by `extra_log_width` (a borrowed device's)."""
+    if not points:
+        raise ValueError("predict needs at least one measured point")
+    target = _coords(intensity, roof_time_s)
+
+    def dist(p: EfficiencyPoint) -> float:
+        return point_distance(p, target, dtype, variant)
+
+    ranked = sorted(points, key=dist)[:NEIGHBOURS]
+    dists = [dist(p) for p in ranked]
+    weights = [1.0 / (d + WEIGHT_SOFTENING_DECADES) ** 2 for d in dists]
+    logs = [math.log(p.share) for p in ranked]
+    centre = sum(w * v for w, v in zip(weights, logs, strict=True)) / sum(weights)
+    low = min(centre, _weighted_quantile(logs, weights, 0.1))
+    high = max(centre, _weighted_quantile(logs, weights, 0.9))
+    widen = Z_80 * noise_sd + math.log(WIDENING_PER_DECADE) * dists[0] + extra_log_width
+    return Prediction(
+        share=min(1.0, math.exp(centre)),
+        share_low=math.exp(low - widen),
+        share_high=min(1.0, math.exp(high + widen)),
+        nearest_decades=dists[0],
+        neighbours=tuple(p.workload for p in ranked),
+        pooled=pooled,
+        note=note,
+    )
+
+
+def group(
+    points: Iterable[EfficiencyPoint], layer_type: str, dtype: str
+) -> tuple[tuple[EfficiencyPoint, ...], bool, str]:
+    """The points a (layer type, dtype) prediction draws on, whether the dtypes were pooled, and
+    why; no points at all when the layer type was never measured."""
+    of_layer = tuple(p for p in points if p.layer_type == layer_type)
+    of_dtype = tuple(p for p in of_layer if p.dtype == dtype)
+    if len(of_dtype) >= MIN_DTYPE_POINTS:
+        return of_dtype, False, ""
+    if not of_layer:
+        return (), False, f"no measured {layer_type} workload in the runs"
+    dtypes = sorted({p.dtype for p in of_layer})
+    return (
+        of_layer,
+        True,
+        (
+            f"{len(of_dtype)} measured {layer_type} point(s) in {dtype} (under "
+            f"{MIN_DTYPE_POINTS}): pooled over {', '.join(dtypes)}"
+        ),
+    )
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+@dataclass(frozen=True)
+class OverheadFit:
+    """A layer type's measured t_o on its device(s): the median, its 10th-90th percentiles and
+    how many workloads measured it (0: not measured, the times are 0)."""
+
+    overhead_s: float
+    low_s: float
+    high_s: float
+    workloads: int
+
+
+def overhead_of(points: Iterable[EfficiencyPoint], layer_type: str) -> OverheadFit:
+    measured = [p.overhead_s for p in points
+                if p.layer_type == layer_type and p.overhead_s is not None]  # fmt: skip
+    if not measured:
+        return OverheadFit(0.0, 0.0, 0.0, 0)
+    ones = [1.0] * len(measured)
+    return OverheadFit(median(measured), _weighted_quantile(measured, ones, 0.1),
+                       _weighted_quantile(measured, ones, 0.9), len(measured))  # fmt: skip

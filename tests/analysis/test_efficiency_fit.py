@@ -1,0 +1,177 @@
+"""The efficiency fit and the projection on synthetic runs of known share of roof, worked by hand,
+and the fit's interval against the committed quick run, one point left out at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runfactory import analysed, square_gemm_doc
+
+from reviewkit.analysis import efficiency_fit as fit
+from reviewkit.analysis.project import (
+    MEASURED,
+    NOT_AVAILABLE,
+    TargetWorkload,
+    device_of_run,
+    project_one,
+    run_noise_sd,
+    target_device,
+)
+from reviewkit.analysis.roofline import analyse_run
+from reviewkit.bundle.run import load_run
+
+SAMPLES = Path(__file__).parents[2] / "samples"
+PEAK, BANDWIDTH = 1e12, 1e11  # FLOP/s and bytes/s of the synthetic device: ridge at 10 FLOP/B
+SHARE, OVERHEAD_S = 0.5, 10e-6
+SIZES = (128, 256, 512, 1024, 2048)  # square fp32 GEMMs measured
+
+
+def square(n: int) -> tuple[float, float]:
+    """(FLOPs, bytes) of an n x n x n fp32 GEMM: 2n^3, and three n x n fp32 matrices."""
+    return 2.0 * n**3, 12.0 * n**2
+
+
+def gemm_run(share: float = SHARE, overhead_s: float | None = OVERHEAD_S, sizes=SIZES,
+             name: str = "Test CPU", fingerprint: str = "fp-a"):  # fmt: skip
+    """An analysed run whose GEMMs all take t = t_roof / share + overhead: each is
+    compute-bound (intensity n / 6 >= 21 FLOP/B, over the ridge), t_roof = 2n^3 / PEAK."""
+    return analysed(square_gemm_doc(share, overhead_s, sizes, name, fingerprint, PEAK,
+                                    BANDWIDTH))  # fmt: skip
+
+
+def target(n: int, dtype: str = "fp32") -> TargetWorkload:
+    flops, nbytes = square(n)
+    return TargetWorkload(f"gemm.sq{n}.{dtype}", "gemm", dtype, flops, nbytes, "linear")
+
+
+def test_each_point_is_its_roof_over_its_kernel_time():
+    points = fit.points_of(gemm_run())
+    assert [p.workload for p in points] == [f"gemm.sq{n}.fp32" for n in SIZES]
+    for p, n in zip(points, SIZES, strict=True):
+        # t_roof = 2n^3 / 1e12; t - t_o = t_roof / 0.5, so s = 0.5 exactly
+        assert p.roof_time_s == pytest.approx(2 * n**3 / PEAK)
+        assert p.overhead_s == pytest.approx(OVERHEAD_S)
+        assert p.share == pytest.approx(0.5) and p.note == ""
+        assert p.arithmetic_intensity == pytest.approx(n / 6)  # 2n^3 / 12n^2
+
+
+def test_a_held_out_gemm_on_twice_the_peak_is_its_roof_over_the_share_plus_overhead():
+    points = fit.points_of(gemm_run())
+    twice = target_device("Twice", {"fp32": 2 * PEAK}, BANDWIDTH)
+    r = project_one(target(768), twice, points, noise_sd=0.0)
+    # 768: F = 2 x 768^3 = 905,969,664 FLOPs; on 2e12 FLOP/s t_roof = 452.98 us (intensity 128
+    # FLOP/B, over that device's ridge of 20); every neighbour's s is 0.5, so t_kernel =
+    # 905.97 us, and the median measured t_o of 10 us is added: 915.97 us
+    assert r.roof_s == pytest.approx(452.984832e-6)
+    assert r.share == pytest.approx(0.5)
+    assert r.projected_s == pytest.approx(905.969664e-6 + 10e-6)
+    assert r.low_s <= r.projected_s <= r.high_s
+    assert r.label == "borrowed from Test CPU" and r.overhead_label == r.label
+
+
+def test_the_interval_widens_with_distance_from_the_measured_shapes():
+    run = gemm_run()
+    points, own = fit.points_of(run), device_of_run(run, "runs/a")
+    on_point, near, far = (project_one(target(n), own, points, noise_sd=0.0)
+                           for n in (512, 768, 16384))  # fmt: skip
+    # 512 was measured: distance 0. 768 sits between 512 and 1024 (intensity n / 6 = 128
+    # against 85.3 and 170.7 FLOP/B, t_roof 0.906 ms against 0.268 and 2.147 ms): nearest is
+    # 1024, hypot(log10 1.333, log10 2.370) = hypot(0.125, 0.375) = 0.395 decade. 16384 is 8x
+    # past the largest (2048): hypot(log10 8, log10 512) = hypot(0.903, 2.709) = 2.856
+    assert on_point.nearest_decades == pytest.approx(0.0, abs=1e-12)
+    assert near.nearest_decades == pytest.approx(0.395, abs=1e-3)
+    assert far.nearest_decades == pytest.approx(2.856, abs=1e-3)
+    # every neighbour shares s = 0.5 and there is no noise: all the width is distance, so each
+    # farther target's relative width is strictly wider
+    widths = [r.high_s / r.low_s for r in (on_point, near, far)]
+    assert widths[0] < widths[1] < widths[2]
+    assert widths[0] == pytest.approx(1.0)  # measured there, no noise: no width at all
+
+
+def test_the_source_device_is_measured_and_another_device_borrowed():
+    run = gemm_run()
+    points = fit.points_of(run)
+    own = project_one(target(768), device_of_run(run, "runs/a"), points, noise_sd=0.0)
+    assert own.label == MEASURED and own.overhead_label == MEASURED
+    # on its own device t_roof = 905.97 us, over 0.5 plus 10 us
+    assert own.projected_s == pytest.approx(2 * 905.969664e-6 + 10e-6)
+    other = project_one(target(768), device_of_run(gemm_run(name="Other", fingerprint="fp-b"),
+                                                   "runs/b"), points, noise_sd=0.0)  # fmt: skip
+    assert other.label == "borrowed from Test CPU"
+    # a borrowed efficiency's interval is wider than the measured one at the same point
+    assert other.high_s / other.low_s > own.high_s / own.low_s
+
+
+def test_a_dtype_without_a_peak_is_not_available_never_another_dtypes():
+    points = fit.points_of(gemm_run())
+    fp32_only = target_device("fp32 only", {"fp32": PEAK, "bf16": None}, BANDWIDTH)
+    r = project_one(target(768, "bf16"), fp32_only, points, noise_sd=0.0)
+    assert r.label == NOT_AVAILABLE and r.projected_s is None
+    assert "no bf16 compute peak" in r.reason and "never used" in r.reason
+
+
+def test_a_layer_type_never_measured_is_not_available():
+    points = fit.points_of(gemm_run())
+    dev = target_device("Twice", {"fp32": 2 * PEAK}, BANDWIDTH)
+    row = TargetWorkload("attention.x.fp32", "attention", "fp32", 1e9, 1e7, "sdpa")
+    r = project_one(row, dev, points, noise_sd=0.0)
+    assert r.label == NOT_AVAILABLE and "no measured attention" in r.reason
+
+
+def test_a_point_faster_than_its_roof_has_all_of_it_and_says_why():
+    # t = t_roof / 2 + 10 us, under the roof once the overhead is out: the analysis raises the
+    # fp32 ceiling to its rate, so its s is 1, and the point says the ceiling was its own
+    (p,) = fit.points_of(gemm_run(share=2.0, sizes=(256,)))
+    assert p.share == pytest.approx(1.0) and "set its dtype's ceiling" in p.note
+
+
+def test_unmeasured_overhead_leaves_t_in_the_share_and_adds_none():
+    points = fit.points_of(gemm_run(overhead_s=None))
+    assert all(p.overhead_s is None and "overhead not measured" in p.note for p in points)
+    dev = target_device("Twice", {"fp32": 2 * PEAK}, BANDWIDTH)
+    r = project_one(target(768), dev, points, noise_sd=0.0)
+    assert r.overhead_s == 0.0 and r.overhead_label.startswith("not measured")
+    assert r.projected_s == pytest.approx(905.969664e-6)
+
+
+def test_a_dtype_with_too_few_points_pools_and_prefers_its_own():
+    points = fit.points_of(gemm_run())
+    # one bf16 point (under MIN_DTYPE_POINTS): pooled with fp32, and said so
+    bf16 = fit.EfficiencyPoint("gemm.b.bf16", "gemm", "bf16", "Test CPU", "fp-a", 128.0,
+                               "linear", 1e-3, 2e-3, None, 0.9, "")  # fmt: skip
+    chosen, pooled, note = fit.group([*points, bf16], "gemm", "bf16")
+    assert pooled and "pooled over bf16, fp32" in note and len(chosen) == len(SIZES) + 1
+    pred = fit.predict(chosen, 128.0, 1e-3, dtype="bf16", variant="linear", noise_sd=0.0)
+    # the bf16 point sits at the target (distance 0, weight 1 / 0.1^2 = 100); the fp32 ones are
+    # a decade away for their dtype alone (weight under 1 / 1.1^2 = 0.83 each): the
+    # prediction stays near 0.9, not the fp32 points' 0.5
+    assert pred.neighbours[0] == "gemm.b.bf16" and pred.share > 0.85
+
+
+def test_the_noise_is_the_runs_recorded_run_to_run_sd():
+    doc = square_gemm_doc(SHARE, OVERHEAD_S, SIZES)
+    recorded = analysed({**doc, "run_to_run": {"available": True, "sd": 0.02}})
+    quiet = analysed({**doc, "run_to_run": {"available": True, "sd": 0.0}})
+    # the largest of the runs' figures; none recorded: the rubric default 8%; 0: the floor 1%
+    assert run_noise_sd([recorded]) == 0.02
+    assert run_noise_sd([recorded, analysed(doc)]) == 0.08
+    assert run_noise_sd([quiet]) == 0.01
+
+
+@pytest.mark.parametrize("sample,median_error", [("cpu-quick-epyc-2core", 0.25),
+                                                 ("gpu-quick-h200", 0.45)])  # fmt: skip
+def test_the_interval_covers_most_of_a_quick_run_left_one_out(sample, median_error):
+    """WIDENING_PER_DECADE's calibration: each of a committed quick run's points predicted from
+    the others; the 80% interval must cover 70-90% of them (85% and 71% when chosen)."""
+    points = fit.points_of(analyse_run(load_run(SAMPLES / sample)))
+    covered = close = 0
+    for p in points:
+        chosen, _, _ = fit.group([q for q in points if q is not p], p.layer_type, p.dtype)
+        pred = fit.predict(chosen, p.arithmetic_intensity, p.roof_time_s, dtype=p.dtype,
+                           variant=p.variant, noise_sd=0.08)  # fmt: skip
+        covered += pred.share_low <= p.share <= pred.share_high
+        close += abs(pred.share / p.share - 1) < median_error
+    assert len(points) == 96
+    assert 0.7 <= covered / len(points) <= 0.9
+    assert close / len(points) > 0.5  # median errors 15% and 30% when chosen
