@@ -20,6 +20,7 @@ from reviewkit.analysis.efficiency_fit import (
     predict,
 )
 from reviewkit.common.errors import UsageError
+from reviewkit.suite.platform_table import Platform
 
 KIND = "reviewkit.projection"
 VERSION = 1
@@ -122,6 +123,25 @@ def device_of_run(run: AnalysedRun, path: str) -> TargetDevice:
     """A --from run's own device, at the ceilings its analysis divided by."""
     return device_from_ceilings(run.device_label, run.ceilings or {}, run.fingerprint.get("hash"),
                                 f"the ceilings of {path}")  # fmt: skip
+
+
+def device_of_platform(platform: Platform, fingerprint: str | None = None) -> TargetDevice:
+    """A platform of the table (rubrics/platforms.toml) as a target device: its dense peaks
+    (never the sparse ones) and its memory bandwidth. Its on-chip cache is left out: a datasheet
+    gives the cache's size but not its bandwidth, so every working set is priced at memory's,
+    the slower roof. `fingerprint` ties it to the runs measured on it (a measured platform's
+    own, or that of the --from run whose device it is)."""
+    bandwidth = platform.figures.get("memory_bytes_per_s")
+    if bandwidth is None:
+        why = platform.missing.get("memory_bytes_per_s", "the table gives none")
+        raise UsageError(f"--platform {platform.key}: no memory bandwidth ({why}); a projection "
+                         "needs one: add it to the platform table or pass --device-profile")
+    peaks = {dtype: float(fig.value) for dtype, fig in platform.peak_dense_flops_per_s.items()
+             if isinstance(fig.value, int | float)}  # fmt: skip
+    kinds = sorted({fig.kind for fig in (*platform.peak_dense_flops_per_s.values(), bandwidth)})
+    return target_device(platform.name, peaks, float(bandwidth.value),  # type: ignore[arg-type]
+                         fingerprint=fingerprint or platform.fingerprint,
+                         source=f"platform table: {platform.key} ({', '.join(kinds)})")
 
 
 def device_of_profile(path: Path) -> TargetDevice:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,11 +16,11 @@ from reviewkit.common.errors import UsageError
 from reviewkit.common.format import MISSING, pct
 
 if TYPE_CHECKING:
-    from reviewkit.analysis.project import Projected, Projection, TargetWorkload
+    from reviewkit.analysis.analysed import AnalysedRun
+    from reviewkit.analysis.project import Projected, Projection, TargetDevice, TargetWorkload
 
 # What `--help` and the JSON say is not built yet (issue 34 item 2 names them).
-NOT_BUILT = ("--trace-summary (a trace summary's production op mix) and --platform (the "
-             "platform table, issue 34 item 1) are not built yet")  # fmt: skip
+NOT_BUILT = "--trace-summary (a trace summary's production op mix) is not built yet"
 DEFAULT_MODEL_DTYPE = "bf16"  # what serving stacks run a decoder in
 DEFAULT_BATCH = 1  # one request
 DEFAULT_CONTEXT = 2048  # a prompt of 2k tokens, the shortest suite/serving.py prefills
@@ -72,9 +73,33 @@ def _targets(
         "tensor_parallel": 1}  # fmt: skip
 
 
+def _platform_devices(names: str, analysed: list[tuple[str, AnalysedRun]]) -> list[TargetDevice]:
+    """Each named platform as a target device; where a --from run was measured on it (its
+    torch name matches the platform's pattern, or its fingerprint is the platform's), that run's
+    measured ceilings over the datasheet's and its fingerprint, so its efficiency is measured."""
+    from reviewkit.analysis.project import device_of_platform
+    from reviewkit.suite import platform_table
+
+    devices = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        plat = platform_table.platform(name)
+        fingerprint = None
+        for path, run in analysed:
+            hash_ = run.fingerprint.get("hash")
+            on_it = platform_table.for_device(run.device_label)
+            if (on_it is not None and on_it.key == plat.key) or hash_ == plat.fingerprint:
+                when = time.strftime("%Y-%m-%d", time.gmtime(run.created_unix_s or 0))
+                plat = platform_table.overlay_measured(plat, run.ceilings or {}, path, when)
+                fingerprint = hash_
+                break
+        devices.append(device_of_platform(plat, fingerprint))
+    return devices
+
+
 def build_projection(
     runs: list[Path], profile: str | None, only: str | None, dtype: str | None,
     model: str | None, batch: int | None, context: int | None, device_profile: Path | None,
+    platform: str | None = None,
 ) -> Projection:  # fmt: skip
     from reviewkit.analysis.efficiency_fit import points_of
     from reviewkit.analysis.project import (
@@ -104,7 +129,14 @@ def build_projection(
                          "nothing to fit; pass runs recorded by `reviewkit run`")  # fmt: skip
     measured_dtypes = sorted({p.dtype for p in points})
     targets, target = _targets(profile, only, dtype, model, batch, context, measured_dtypes)
-    chosen = [device_of_profile(device_profile)] if device_profile else list(devices.values())
+    if platform and device_profile:
+        raise UsageError("--platform and --device-profile both name the target device; pass one")
+    if platform:
+        chosen = _platform_devices(platform, analysed)
+    elif device_profile:
+        chosen = [device_of_profile(device_profile)]
+    else:
+        chosen = list(devices.values())
     noise = run_noise_sd(run for _, run in analysed)
     rows = project(targets, chosen, points, noise)
     return Projection(tuple(sources), {**target, "not_built": NOT_BUILT}, tuple(chosen), noise,
@@ -203,16 +235,21 @@ def project_cmd(
         "--device-profile",
         help="project onto this device profile (default: each --from run's own device)",
     ),
+    platform: str | None = typer.Option(
+        None,
+        help="project onto these platforms of the platform table (comma-separated keys, e.g. "
+        "h100-sxm,mi300x: `reviewkit platforms` lists them); a --from run measured on one "
+        "lends it its measured ceilings",
+    ),
     out: Path | None = typer.Option(None, help="also write the JSON document here (atomic)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON document on stdout"),
 ) -> None:
     """Project suite workloads or a model's layers onto a device from measured efficiency: each
     layer type's share of roof fitted against arithmetic intensity, size and dtype, measured
     overhead kept apart, an 80% interval that widens away from the measured shapes, and a label
-    (measured on that device, or borrowed from another). --trace-summary and --platform are
-    not built yet."""
+    (measured on that device, or borrowed from another). --trace-summary is not built yet."""
     projection = build_projection(from_, profile, only, dtype, model, batch, context,
-                                  device_profile)  # fmt: skip
+                                  device_profile, platform)  # fmt: skip
     doc = projection.to_json()
     if out is not None:
         from reviewkit.bundle.run import write_json_atomic

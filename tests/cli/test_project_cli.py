@@ -109,3 +109,43 @@ def test_bad_input_names_what_to_do(run_dir, tmp_path):
     assert shaped.exit_code == 2 and "--batch and --context shape a --model" in shaped.stderr
     only = invoke("--from", run_dir, "--model", "Llama-3-8B", "--only", "gemm.*")
     assert only.exit_code == 2 and "--only selects --profile workloads" in only.stderr
+
+
+def test_a_platform_target_divides_by_its_dense_datasheet_figures_and_borrows(run_dir):
+    # The synthetic run's device is not an H100, so its efficiency is borrowed. The BERT FFN-up
+    # GEMM at b1 s128 fp32 is 2 x 128 x 768 x 3072 = 603,979,776 FLOPs; the H100 SXM's dense
+    # fp32 peak is 67 TFLOP/s (datasheet), so its roof is 603979776 / 67e12 = 9.01 us (its
+    # bytes, (128 x 768 + 3072 x 768 + 128 x 3072) x 4 = 11.4 MB at 3.35 TB/s, take 3.4 us).
+    r = invoke("--from", run_dir, "--profile", "quick", "--only", BERT_FFN_UP, "--dtype", "fp32",
+               "--platform", "h100-sxm", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (row,) = doc["workloads"]
+    assert row["roof_s"] == pytest.approx(603979776 / 67e12, rel=1e-6)
+    assert row["label"].startswith("borrowed from")
+    (device,) = doc["devices"]
+    assert device["peak_flops_per_s"]["fp32"] == 67e12
+    assert "platform table: h100-sxm" in device["source"]
+
+
+def test_a_platform_a_run_was_measured_on_takes_its_measured_ceilings_and_is_measured():
+    # samples/gpu-quick-h200 ran on an H200: projecting its own GEMMs onto the h200-sxm platform
+    # lays its measured ceilings over the datasheet's (fp32 measured, not the datasheet's 67
+    # TFLOP/s) and labels the rows measured.
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "gpu-quick-h200"
+    r = invoke("--from", sample, "--profile", "quick", "--only", "gemm.*", "--dtype", "fp32",
+               "--platform", "h200-sxm", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    run = json.loads((sample / "run.json").read_text())
+    measured = run["ceilings"]["compute"]["fp32"]["measured"]
+    assert doc["devices"][0]["peak_flops_per_s"]["fp32"] == pytest.approx(measured)
+    assert {w["label"] for w in doc["workloads"]} == {"measured"}
+
+
+def test_an_unknown_platform_names_the_valid_ones(run_dir):
+    r = invoke("--from", run_dir, "--profile", "quick", "--only", "gemm.*", "--platform", "h300")
+    assert r.exit_code != 0
+    assert "h300" in r.output and "h100-sxm" in r.output
