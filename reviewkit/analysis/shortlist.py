@@ -216,8 +216,9 @@ def assess(
             f"{req.dtype} dense peak {peak / fp32:.2g}x fp32's: emulated, or not reached by "
             "the kernels")))  # fmt: skip
     power_w, power_note, over = _power(platform, req.power_w)
-    if req.power_w is not None and power_w == req.power_w and "power_range_w" not in \
-            platform.figures:  # fmt: skip
+    tdp = platform.figures.get("tdp_w")
+    capped = tdp is not None and req.power_w is not None and float(tdp.value) > req.power_w
+    if capped and not over and "power_range_w" not in platform.figures:
         risks.append(RiskItem("power_cap_unverified", w["power_cap_unverified"], (
             f"{power_note}; the table prints no configurable range to say the board runs "
             "there")))  # fmt: skip

@@ -114,3 +114,22 @@ def test_the_ranking_says_why_each_platform_is_where_it_is():
         "--out runs/c-sweep.json",
     )
     assert by["a"].commands and len(by["a"].commands) == 2  # TP 1: no distributed run
+
+
+def test_a_power_budget_excludes_a_board_that_cannot_run_under_it_and_caps_one_that_may():
+    points = fit.points_of(analysed(square_gemm_doc(0.5, 10e-6, (128, 256, 512))))
+    req = Request(SMALL, 1, 16, "bf16", 8, 1.0, power_w=250.0)
+    pcie = platform_table.platform("h100-pcie")  # configurable 300-350 W: not down to 250 W
+    c = assess(req, pcie, device_of_platform(pcie), points, 0.08, POLICY)
+    assert c.status == "over the power budget"
+    assert c.reason == ("its lowest configurable board power, 300 W (TDP 350 W), is above "
+                        "--power-w 250 W")
+    sxm = platform_table.platform("h100-sxm")  # "up to 700W (configurable)", no range printed
+    c = assess(req, sxm, device_of_platform(sxm), points, 0.08, POLICY)
+    assert c.status != "over the power budget"
+    (item,) = [i for i in c.risk_items if i.key == "power_cap_unverified"]
+    assert item.weight == 0.25 and "capped at --power-w 250 W under its TDP of 700 W" in item.reason
+    # a budget at or over TDP caps nothing and is no risk
+    roomy = Request(SMALL, 1, 16, "bf16", 8, 1.0, power_w=700.0)
+    c = assess(roomy, sxm, device_of_platform(sxm), points, 0.08, POLICY)
+    assert "power_cap_unverified" not in {i.key for i in c.risk_items}
