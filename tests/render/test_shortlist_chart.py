@@ -57,3 +57,20 @@ def test_nothing_priced_is_a_no_data_chart_that_says_why():
     charts.validate(spec)
     meta = spec["usermeta"]
     assert meta["reviewkit_no_data"] is True and "mi355x: not available" in meta["reason"]
+
+
+def test_fourteen_platforms_print_at_7_pt_or_more():
+    import re
+
+    from reviewkit.render.charts import base
+
+    many = []
+    for i in range(14):  # the platform table's accelerators, with the longest key
+        r = dict(rows()[0], platform=f"a100-sxm4-80gb-{i}", rank=i + 1)
+        many.append(r)
+    svg = charts.to_svg(charts.trade_curve(many, 2.0))
+    w, h = map(float, re.search(r'<svg[^>]*width="([\d.]+)" height="([\d.]+)"', svg).groups())
+    smallest = min(float(s) for s in re.findall(r'font-size="([\d.]+)px"', svg))
+    # the chart is laid at the text column's width: at most 710 px keeps 10 px text at 7 pt
+    assert w <= base.MAX_CHART_WIDTH_PX and h <= base.MAX_CHART_HEIGHT_PX
+    assert smallest * base.print_scale(w, h) >= base.MIN_PRINT_PT

@@ -78,7 +78,7 @@ def trade_curve(rows: list[dict], sla_p99_s: float, notes: list[str] | None = No
     if not drawn:
         return no_data_chart(TRADE_TITLE, notes)
     names = [d["platform"] for d in drawn]
-    colour = alt.Color("status:N", title="status",
+    colour = alt.Color("status:N", title="status", legend=alt.Legend(orient="bottom"),
                        scale=alt.Scale(domain=list(STATUS_COLOURS),
                                        range=list(STATUS_COLOURS.values())))  # fmt: skip
     tooltip = [alt.Tooltip("platform:N"), alt.Tooltip("status:N"), alt.Tooltip("tp:Q", title="TP"),
@@ -87,7 +87,10 @@ def trade_curve(rows: list[dict], sla_p99_s: float, notes: list[str] | None = No
                alt.Tooltip("decode_tokens_per_s:Q", title="decode tokens/s", format=".4g"),
                alt.Tooltip("energy_text:N", title="energy / output token"),
                alt.Tooltip("risk:Q", title="risk")]  # fmt: skip
-    width = min(MAX_CHART_WIDTH_PX - 40, 560)
+    # within the print width: the scatter's y axis (labels, title), its point labels running
+    # past the plot and the padding take up to ~131 px beside it (measured: 584 px of plot made
+    # a 715 px chart), so 146 px are kept; the legend goes below, where it takes no width
+    width = MAX_CHART_WIDTH_PX - 146
     named = {d["platform"] for d in sorted(drawn, key=lambda d: d["rank"])[:MAX_SCATTER_LABELS]}
     for d in drawn:
         d["label"] = d["platform"] if d["platform"] in named else ""
@@ -115,7 +118,9 @@ def trade_curve(rows: list[dict], sla_p99_s: float, notes: list[str] | None = No
     scatter = alt.layer(whiskers, points, labels, sla_rule, sla_text).properties(
         width=width, height=TRADE_SCATTER_PX,
         title="Latency against throughput (lower right is better)")  # fmt: skip
-    panel_px = (width - label_px(names) - PANEL_GAP_PX) // 2
+    # two panels a row, each with its platform labels (and 12 px of ticks), the gap between and
+    # ~40 px of padding and label overhang (measured: 20 px left a 719 px chart)
+    panel_px = (MAX_CHART_WIDTH_PX - 40 - 2 * (label_px(names) + 12) - PANEL_GAP_PX) // 2
     row = alt.Y("platform:N", title=None, sort=names)
     height = max(60, len(drawn) * TRADE_ROW_PX)
     with_energy = base.transform_filter("isValid(datum.energy_j)")
