@@ -421,7 +421,7 @@ class Shortlist:
     def to_json(self) -> dict[str, Any]:
         r, cfg = self.request, self.request.model
         return {
-            "kind": KIND, "version": VERSION,
+            "kind": KIND, "schema_version": VERSION,
             "request": {
                 "model": cfg.name, "config": {
                     "hidden_size": cfg.hidden, "num_attention_heads": cfg.heads,

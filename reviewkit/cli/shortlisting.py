@@ -107,7 +107,21 @@ def trade_chart(sl: Shortlist) -> dict:
     return trade_curve(chart_rows(sl), sl.request.sla_p99_s)
 
 
-def write_outputs(sl: Shortlist, out: Path) -> list[Path]:
+def document(sl: Shortlist) -> dict:
+    """The shortlist as the evidence file a review cites: the evidence header (kind, schema,
+    tool, time) and the command line that wrote it."""
+    import shlex
+    import sys
+    import time
+
+    from reviewkit.evidence.files import SHORTLIST, header
+
+    argv = sys.argv[1:]
+    return {**header(SHORTLIST, time.time()), **sl.to_json(),
+            "command": shlex.join(["reviewkit", *argv]) if argv else None}  # fmt: skip
+
+
+def write_outputs(sl: Shortlist, doc: dict, out: Path) -> list[Path]:
     """shortlist.json, the chart's spec and its SVG, each written atomically into `out`."""
     from reviewkit.bundle.run import write_json_atomic
     from reviewkit.common.files import output_errors, write_text_atomic
@@ -118,7 +132,7 @@ def write_outputs(sl: Shortlist, out: Path) -> list[Path]:
     paths = [out / SHORTLIST_FILE, out / CHART_FILE, out / CHART_SVG]
     with output_errors(out, "shortlist"):
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(paths[0], sl.to_json())
+        write_json_atomic(paths[0], doc)
         write_json_atomic(paths[1], spec)
         write_text_atomic(paths[2], svg)
     return paths
@@ -205,10 +219,11 @@ def shortlist_cmd(
     sl = build_shortlist(model, batch, context, sla_p99_s, list(runs or []), dtype=dtype,
                          output_tokens=output_tokens, min_throughput_per_s=min_throughput_per_s,
                          power_w=power_w, platforms=platforms, rubric=rubric)  # fmt: skip
+    doc = document(sl)
     if out is not None:
-        write_outputs(sl, out)
+        write_outputs(sl, doc, out)
     if as_json:
-        emit_json(sl.to_json())
+        emit_json(doc)
         return
     from reviewkit.cli.console import stdout_console
 

@@ -26,7 +26,8 @@ def test_json_and_out_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc == json.loads((out / "shortlist.json").read_text())
-    assert (doc["kind"], doc["version"]) == ("reviewkit.shortlist", 1)
+    assert (doc["kind"], doc["schema_version"]) == ("reviewkit.shortlist", 1)
+    assert doc["tool"]["name"] == "reviewkit" and doc["created_unix_s"] > 0
     assert doc["request"]["output_tokens"] == 16 and doc["request"]["parameters"] == 8030261248
     by = {c["key"]: c for c in doc["candidates"]}
     assert set(by) == {"h200-sxm", "mi300x"} and [c["rank"] for c in doc["candidates"]] == [1, 2]
