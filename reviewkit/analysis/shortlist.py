@@ -362,11 +362,12 @@ def commands_for(c: Candidate, req: Request) -> tuple[tuple[str, ...], str]:
         cmds.append(f"{run} --distributed --nproc {c.tp} --out runs/{c.key}-tp{c.tp}")
     cmds.append(f"reviewkit sweep --device {c.backend} --profile full --dtype {req.dtype} "
                 f"--sla-p99-s {req.sla_p99_s:g} --out runs/{c.key}-sweep.json")  # fmt: skip
+    link = (f"the distributed run measures the scale-up link's collectives at TP {c.tp}; "
+            if (c.tp or 1) > 1 else "")  # fmt: skip
     return tuple(cmds), (
         "on the platform: the serving run makes its efficiency measured (pass it to --runs "
-        "again); the distributed run measures the scale-up link's collectives at the degree; "
-        "the sweep measures p99 under Poisson load (queueing included) on the suite's primary "
-        "model cell, not on this model"
+        f"again); {link}the sweep measures p99 under Poisson load (queueing included) on the "
+        "suite's primary model cell, not on this model"
     )
 
 
