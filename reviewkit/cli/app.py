@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from reviewkit.cli import evidence, measuring, projecting, publishing, reviewing
+from reviewkit.cli import evidence, measuring, projecting, publishing, reviewing, shortlisting
 from reviewkit.cli.evidence import TRACE_SUMMARY_FILE
 from reviewkit.cli.shared import cli_state
 
@@ -48,6 +48,7 @@ site_app.command("serve")(publishing.site_serve)
 app.command()(reviewing.walk)
 app.command()(measuring.mfu)
 app.command("project")(projecting.project_cmd)
+app.command("shortlist")(shortlisting.shortlist_cmd)
 
 trace_app = typer.Typer(no_args_is_help=True, help="Bring production profiler traces in.")
 app.add_typer(trace_app, name="trace")

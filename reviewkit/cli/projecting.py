@@ -73,7 +73,7 @@ def _targets(
         "tensor_parallel": 1}  # fmt: skip
 
 
-def _platform_devices(names: str, analysed: list[tuple[str, AnalysedRun]]) -> list[TargetDevice]:
+def platform_devices(names: str, analysed: list[tuple[str, AnalysedRun]]) -> list[TargetDevice]:
     """Each named platform as a target device; where a --from run was measured on it (its
     torch name matches the platform's pattern, or its fingerprint is the platform's), that run's
     measured ceilings over the datasheet's and its fingerprint, so its efficiency is measured."""
@@ -132,7 +132,7 @@ def build_projection(
     if platform and device_profile:
         raise UsageError("--platform and --device-profile both name the target device; pass one")
     if platform:
-        chosen = _platform_devices(platform, analysed)
+        chosen = platform_devices(platform, analysed)
     elif device_profile:
         chosen = [device_of_profile(device_profile)]
     else:

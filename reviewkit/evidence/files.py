@@ -1,4 +1,4 @@
-"""Read the evidence files a review cites (quality, sweep, soak, trace summary) by kind."""
+"""Read the evidence files a review cites (quality, sweep, soak, traces, shortlists) by kind."""
 
 from __future__ import annotations
 
@@ -24,15 +24,17 @@ __all__ = [
 
 QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
 TRACE = "reviewkit.trace_summary"
+SHORTLIST = "reviewkit.shortlist"  # analysis/shortlist.py's KIND, written by its command
 # The newest schema of each kind this version reads; a newer file is refused with a reason
 # rather than half-read, an older one would go through a migration here.
-SCHEMA_VERSIONS = {QUALITY: 2, SWEEP: 1, SOAK: 1, TRACE: 1}
+SCHEMA_VERSIONS = {QUALITY: 2, SWEEP: 1, SOAK: 1, TRACE: 1, SHORTLIST: 1}
 # Which command writes each kind, for the reason shown when a file is not of it.
 WRITTEN_BY = {
     QUALITY: "reviewkit quality",
     SWEEP: "reviewkit sweep",
     SOAK: "reviewkit soak",
     TRACE: "reviewkit trace import",
+    SHORTLIST: "reviewkit shortlist",
 }
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from reviewkit.evidence import files as evidence_files
 from reviewkit.evidence import loadgen
 from reviewkit.evidence.quality import read_quality
+from reviewkit.evidence.shortlist import read_shortlist
 from reviewkit.evidence.sla_load import LoadJudgement, judge_under_load
 from reviewkit.evidence.soak import read_soak
 from reviewkit.evidence.sweep import Sweep, SweptWorkload, read_sweep
@@ -118,6 +119,11 @@ class CitedEvidence:
     @cached_property
     def soaks(self) -> CitedFiles:
         return self._read("long_window", evidence_files.SOAK, read_soak)
+
+    @cached_property
+    def shortlists(self) -> CitedFiles:
+        """Cited `reviewkit shortlist` results: shown in the packet, judged by no check."""
+        return self._read("shortlist", evidence_files.SHORTLIST, read_shortlist)
 
     @cached_property
     def quality(self) -> CitedFiles:

@@ -31,7 +31,7 @@ COMPARISONS = ("<", "<=", ">", ">=")
 # The sweep scenario an SLA target is judged in when a sweep is cited (after LoadGen):
 # independent requests arriving at random (server), one at a time, or all at once.
 SLA_SCENARIOS = ("server", "single-stream", "offline")
-EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep")
+EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep", "shortlist")
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,15 @@ def bottleneck_summary(bottlenecks: list[dict]) -> str:
     return "; ".join(f"{cls}: {', '.join(layers)}" for cls, layers in dominant)
 
 
+def shortlist_summary(section: dict) -> dict | None:
+    """The first cited platform shortlist as the index lists it (its model and the platforms
+    it shortlisted), or None when the decision cites none."""
+    shown = section.get("shortlists") or []
+    if not shown:
+        return None
+    return {"model": shown[0]["model"], "shortlisted": list(shown[0]["shortlisted"])}
+
+
 def _summary(slug: str, model: dict) -> dict:
     return {
         "slug": slug,
@@ -174,6 +183,7 @@ def _summary(slug: str, model: dict) -> dict:
             for f in model["red_flags"]
         ],
         "bottleneck_summary": bottleneck_summary(model["bottlenecks"]),
+        "shortlist": shortlist_summary(model.get("shortlist") or {}),
         "headline": model["headline"],
         "has_pdf": False,
     }

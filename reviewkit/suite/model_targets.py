@@ -2,7 +2,8 @@
 
 Torch-free: the suite's own definitions (`linear`, `gqa_attention`, `rms_norm`, `residual_add`,
 `embedding`) at a model's shapes, so a projection (`reviewkit project --model`) prices the same
-FLOPs and bytes the suite measures. One device holds the whole model (tensor parallelism 1).
+FLOPs and bytes the suite measures. One device holds the whole model (tensor parallelism 1)
+unless `tp` shards it, as `reviewkit shortlist` does: the workloads are then one rank's.
 What a layer holds: two RMSNorms, the fused QKV projection, grouped-query attention (causal over
 the prompt when prefilling; one query per sequence against the KV cache when decoding), the
 output projection, two residual adds, the fused gate/up and the down projection (a mixture of
@@ -44,9 +45,22 @@ class DecoderConfig:
     experts: int = 1  # num_local_experts (1: a dense FFN)
     top_k: int = 1  # num_experts_per_tok
 
-    def served(self) -> ServedModel:
+    def served(self, tp: int = 1) -> ServedModel:
         dims = ModelDims(self.name, self.hidden, self.heads, self.ffn, self.vocab)
-        return ServedModel(dims, kv_heads=self.kv_heads, tp=1)
+        return ServedModel(dims, kv_heads=self.kv_heads, tp=tp)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    def parameters(self) -> int:
+        """Every weight: the embedding, each layer's QKV, output, FFN (each expert's) and router
+        projections and two norms, the final norm, and the LM head counted apart from the
+        embedding (untied, as in Llama-3 and Mixtral). Llama-3-70B: 70,553,706,496."""
+        h, d = self.hidden, self.head_dim
+        attention = h * (self.heads + 2 * self.kv_heads) * d + self.heads * d * h
+        ffn = 3 * h * self.ffn * self.experts + (h * self.experts if self.experts > 1 else 0)
+        return 2 * self.vocab * h + self.layers * (attention + ffn + 2 * h) + h
 
 
 # The configurations suite/serving.py already measures shapes of (Meta's and Mistral's
@@ -144,13 +158,19 @@ class PhaseWorkload:
 
 
 def phase_workloads(
-    cfg: DecoderConfig, batch: int, context: int, dtype: str
+    cfg: DecoderConfig, batch: int, context: int, dtype: str, tp: int = 1
 ) -> list[PhaseWorkload]:
     """Prefill (batch sequences of `context` tokens) and one decode step (batch sequences, one
-    new token each, against a KV cache of `context` tokens), workload by workload."""
+    new token each, against a KV cache of `context` tokens), workload by workload, on one of
+    `tp` tensor-parallel ranks (Megatron's sharding, suite/serving.py's ServedModel: the heads,
+    the FFN, each expert's FFN and the LM head's vocabulary divided by tp; the norms, residual
+    adds, router and embedding whole on every rank)."""
     if batch < 1 or context < 1:
         raise UsageError(f"--batch {batch} --context {context}: expected positive integers")
-    model = cfg.served()
+    if tp < 1 or cfg.heads % tp or cfg.ffn % tp:
+        raise UsageError(f"{cfg.name}: tensor-parallel degree {tp}; expected one that divides "
+                         f"its {cfg.heads} heads and FFN width {cfg.ffn}")  # fmt: skip
+    model = cfg.served(tp)
     dims, h, n_layers = model.dims, cfg.hidden, cfg.layers
     out = []
     for phase in PHASES:
@@ -162,9 +182,11 @@ def phase_workloads(
 
         add(embedding(dims, batch, seq, dtype), 1)
         add(rms_norm(dims, tokens, dtype), 2 * n_layers + 1)
-        parts = {part: (k, n) for part, k, n in model.projections()}
+        # each GEMM by its unsharded name: (its name on a rank, with "-tpN" past TP 1; k; n)
+        parts = {name.split("-tp")[0]: (name, k, n) for name, k, n in model.projections()}
+        shard = f"-tp{tp}" if tp > 1 else ""
         for part in ("attn-qkv", "attn-o"):
-            add(linear(dims, part, batch, seq, *parts[part], dtype), n_layers)
+            add(linear(dims, parts[part][0], batch, seq, *parts[part][1:], dtype), n_layers)
         if phase == PREFILL:
             add(gqa_attention(model, PREFILL, batch, context, context, dtype), n_layers)
         else:
@@ -174,11 +196,14 @@ def phase_workloads(
             # even routing: each expert gets tokens x top-k / experts rows (at least one)
             rows = max(1, math.ceil(tokens * cfg.top_k / cfg.experts))
             add(linear(dims, "moe-router", batch, seq, h, cfg.experts, dtype), n_layers)
-            add(linear(dims, "expert-gate-up", 1, rows, h, 2 * cfg.ffn, dtype),
+            f = cfg.ffn // tp
+            add(linear(dims, f"expert-gate-up{shard}", 1, rows, h, 2 * f, dtype),
                 n_layers * cfg.experts)  # fmt: skip
-            add(linear(dims, "expert-down", 1, rows, cfg.ffn, h, dtype), n_layers * cfg.experts)
+            add(linear(dims, f"expert-down{shard}", 1, rows, f, h, dtype),
+                n_layers * cfg.experts)  # fmt: skip
         else:
-            add(linear(dims, "mlp-gate-up", batch, seq, *parts["mlp-gate-up"], dtype), n_layers)
-            add(linear(dims, "mlp-down", batch, seq, *parts["mlp-down"], dtype), n_layers)
-        add(linear(dims, "lm-head", batch, 1, h, cfg.vocab, dtype), 1)
+            for part in ("mlp-gate-up", "mlp-down"):
+                add(linear(dims, parts[part][0], batch, seq, *parts[part][1:], dtype), n_layers)
+        vocab = -(-cfg.vocab // tp)  # column-parallel: each rank's share of the vocabulary
+        add(linear(dims, f"lm-head{shard}", batch, 1, h, vocab, dtype), 1)
     return out

@@ -256,3 +256,26 @@ def test_a_site_that_cannot_be_written_is_one_line_and_the_old_site_stays(log, t
         build_site(log, out, pdf=False)
     assert "\n" not in str(info.value) and "Read-only file system" in str(info.value)
     assert (out / "index.html").read_text() == before
+
+
+def test_a_decision_citing_a_platform_shortlist_shows_it_on_the_site(tmp_path):
+    from pathlib import Path
+
+    from reviewkit.cli.shortlisting import build_shortlist, document
+
+    samples = Path(__file__).resolve().parents[2] / "samples"
+    review = complete_review()
+    review["evidence"]["shortlist"] = "evidence/shortlist.json"
+    folder = tmp_path / "log" / "decisions" / "pick"
+    write_review(folder, review)
+    sl = build_shortlist("Llama-3-8B", 1, 512, 30.0, [samples / "gpu-quick-h200"],
+                         output_tokens=16, platforms="h200-sxm")  # fmt: skip
+    (folder / "evidence" / "shortlist.json").write_text(json.dumps(document(sl)))
+    out = tmp_path / "out"
+    build_site(tmp_path / "log", out, pdf=False)
+    index = (out / "index.html").read_text()
+    # the index names the shortlist and links the packet's section; the packet has it
+    assert 'href="decisions/pick/packet.html#shortlist"' in index
+    assert "Platform shortlist</a> for Llama-3-8B: h200-sxm" in index
+    page = (out / "decisions" / "pick" / "packet.html").read_text()
+    assert '<section id="shortlist">' in page and "Platform shortlist" in page

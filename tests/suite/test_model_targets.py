@@ -101,3 +101,21 @@ def test_a_built_in_models_workloads_are_the_serving_profiles_definitions():
     assert {s.params.get("part") or s.layer_type for s in shared} >= {
         "attn-qkv", "attn-o", "mlp-gate-up", "mlp-down", "attention"}  # fmt: skip
     assert all(s.definition_hash() == served[s.id].definition_hash() for s in shared)
+
+
+def test_a_tensor_parallel_rank_holds_its_share_of_each_sharded_workload():
+    cfg = BUILT_IN["Llama-3-70B"]
+    one = {w.spec.id: w.spec for w in phase_workloads(cfg, 1, 16, "bf16")}
+    two = {w.spec.id: w.spec for w in phase_workloads(cfg, 1, 16, "bf16", tp=2)}
+    qkv1, qkv2 = one["gemm.llama-3-70b-attn-qkv.b1s16.bf16"], two[
+        "gemm.llama-3-70b-attn-qkv-tp2.b1s16.bf16"]  # fmt: skip
+    # column-parallel QKV: 64 query + 2 x 8 KV heads of 128 = 10,240 outputs; 5,120 a rank
+    assert qkv1.flops == 2 * 16 * 8192 * 10240 and qkv2.flops == qkv1.flops / 2
+    # the LM head's vocabulary, 128,256, split in two: 64,128 a rank
+    assert two["gemm.llama-3-70b-lm-head-tp2.b1s1.bf16"].flops == 2 * 8192 * 64128
+    # norms and residual adds stay whole on every rank, under their TP-1 ids
+    norm = "norm.llama-3-70b-rmsnorm.16x8192.bf16"
+    assert two[norm] == one[norm]
+    assert "attention.llama-3-70b-tp2-prefill-sdpa-gqa-causal.b1s16.bf16" in two
+    with pytest.raises(UsageError, match="tensor-parallel degree 3"):
+        phase_workloads(cfg, 1, 16, "bf16", tp=3)

@@ -36,6 +36,7 @@ from reviewkit.render.charts.runs import (
     time_decomposition,
 )
 from reviewkit.render.charts.schema import validate
+from reviewkit.render.charts.shortlist import trade_curve
 from reviewkit.render.charts.trends import trend
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "svg_to_pdf",
     "time_decomposition",
     "to_svg",
+    "trade_curve",
     "trade_view",
     "trend",
     "validate",

@@ -1,0 +1,63 @@
+"""A review citing a platform shortlist (`[evidence].shortlist`): the packet's "Platform
+shortlist" section shows its ranking, reasons, risk items and commands, and draws its trade
+curve; a cited file that is not a shortlist is named with why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import html5lib
+import pytest
+from runfactory import complete_review, write_review
+
+from reviewkit.cli.shortlisting import build_shortlist, document
+from reviewkit.render.packet import write_packet
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture(scope="module")
+def packet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shortlist")
+    review = complete_review()
+    review["evidence"]["shortlist"] = "evidence/shortlist.json"
+    path = write_review(root / "review", review)
+    sl = build_shortlist("Llama-3-8B", 1, 512, 30.0, [SAMPLES / "gpu-quick-h200"],
+                         output_tokens=16, platforms="h200-sxm,mi355x")  # fmt: skip
+    doc = document(sl)
+    (root / "review" / "evidence" / "shortlist.json").write_text(json.dumps(doc))
+    result = write_packet(path, root / "out", pdf=False)
+    return doc, json.loads(result.json.read_text()), result.html.read_text()
+
+
+def test_the_section_shows_the_cited_shortlist_as_ranked(packet):
+    doc, model, page = packet
+    (shown,) = model["shortlist"]["shortlists"]
+    assert shown["source"] == "evidence/shortlist.json" and shown["model"] == "Llama-3-8B"
+    # the same platforms, in the same order, with the same reasons as the file
+    assert [r["key"] for r in shown["rows"]] == [c["key"] for c in doc["candidates"]]
+    assert [r["rank_reason"] for r in shown["rows"]] == [c["rank_reason"] for c in
+                                                         doc["candidates"]]  # fmt: skip
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    section = tree.find(".//section[@id='shortlist']")
+    text = " ".join("".join(section.itertext()).split())
+    assert "Platform shortlist" in text and "no queueing" in text
+    # MI355X has no bf16 dense peak in the table: not available, never priced at another dtype
+    assert "not available for bf16" in text
+    h200 = next(r for r in shown["rows"] if r["key"] == "h200-sxm")
+    assert h200["efficiency"] == "measured" and h200["commands"]
+    assert h200["commands"][0] in text  # the benchmark command, as the file gives it
+    assert section.find(".//figure[@id='chart-trade_curve']") is not None
+    assert "trade_curve" in model["charts"]
+
+
+def test_a_cited_file_of_another_kind_is_named_with_why(tmp_path):
+    review = complete_review()
+    review["evidence"]["shortlist"] = "evidence/soak.json"
+    path = write_review(tmp_path / "review", review)
+    model = json.loads(write_packet(path, tmp_path / "out", pdf=False).json.read_text())
+    assert model["shortlist"]["shortlists"] == []
+    (note,) = model["shortlist"]["notes"]
+    assert note.startswith("evidence/soak.json: not used:")
+    assert "not a `reviewkit shortlist` result" in note
