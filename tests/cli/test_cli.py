@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -284,3 +285,23 @@ def test_dram_on_the_cores_added_shows_the_trials_its_ceiling_came_from():
     console.print(ceilings_table(ceilings))
     row = next(line for line in console.export_text().splitlines() if "memory dram" in line)
     assert "measured, all threads" in row and "36-38 (3 trials)" in row
+
+
+@pytest.mark.parametrize("args", [
+    ["project", "--from", "samples/cpu-quick-epyc-2core", "--profile", "full", "--only",
+     "gemm.*", "--dtype", "fp32", "--platform", "h100-sxm", "--json"],
+    ["shortlist", "--model", "Llama-3-8B", "--batch", "8", "--context", "4096", "--sla-p99-s",
+     "6", "--runs", "samples/cpu-quick-epyc-2core", "--out", "{out}", "--json"],
+])  # fmt: skip
+def test_project_and_shortlist_run_without_torch(tmp_path, args):
+    root = Path(__file__).resolve().parents[2]
+    argv = [a.replace("{out}", str(tmp_path / "sl")) for a in args]
+    code = (
+        "import sys, json; from reviewkit.cli.app import main\n"
+        f"try:\n    main({argv!r})\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "assert 'torch' not in sys.modules, 'imported torch'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["kind"] in ("reviewkit.projection", "reviewkit.shortlist")
