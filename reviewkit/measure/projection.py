@@ -17,17 +17,36 @@ from dataclasses import dataclass
 from reviewkit.suite.profiles import SamplingPolicy
 
 MINUTE_S = 60.0
+# The phases after sampling, per measured workload, as measure/device_time.py and
+# measure/overhead.py run them (tests/measure/test_memory_fit_projection.py holds these equal
+# to device_time's constants; this module stays torch-free). t_device: a warm-up window and up
+# to ten more, each at least 2 ms, within max(0.5 s, three windows) (the last one may overrun).
+DEVICE_TIME_WINDOW_S = 2e-3
+DEVICE_TIME_SAMPLES = 10
+DEVICE_TIME_BUDGET_S = 0.5
+DEVICE_TIME_MIN_WINDOWS = 3
+# The overhead phase profiles one call of the workload; its floor calls are small by design.
+OVERHEAD_PHASE_CALLS = 1
+
+
+def later_phases_s(call_s: float) -> float:
+    """The t_device and overhead phases of one workload whose call takes `call_s`."""
+    w = max(call_s, DEVICE_TIME_WINDOW_S)
+    budget = max(DEVICE_TIME_BUDGET_S, DEVICE_TIME_MIN_WINDOWS * w)
+    device_time = min((1 + DEVICE_TIME_SAMPLES) * w, budget + w)
+    return device_time + OVERHEAD_PHASE_CALLS * call_s
 
 
 @dataclass(frozen=True)
 class Projection:
-    total_s: float
+    total_s: float  # sampling and the later phases
     workloads: int
     skipped: int  # over the budget at the roofline, or not fitting memory: cost nothing
     unknown: int  # no ceiling for the dtype (fp8 on a CPU): taken at its whole budget
     # every measured workload at its whole budget: what a CPU, far below its roofline, comes
     # near (a workload may pass its budget by part of its last round)
     most_s: float = 0.0
+    later_s: float = 0.0  # of total_s, the t_device and overhead phases
 
     def text(self) -> str:
         parts = [f"{self.workloads - self.skipped} of {self.workloads} workloads measured"]
@@ -35,9 +54,10 @@ class Projection:
             parts.append(f"{self.skipped} skipped (over budget or not fitting memory)")
         if self.unknown:
             parts.append(f"{self.unknown} without a ceiling taken at their whole budget")
-        return (f"projected sampling time at least {self.total_s / MINUTE_S:.1f} min from the "
-                f"device profile's ceilings, {self.most_s / MINUTE_S:.1f} min if every "
-                f"workload used its whole budget ({'; '.join(parts)})")  # fmt: skip
+        return (f"projected time at least {self.total_s / MINUTE_S:.1f} min from the device "
+                f"profile's ceilings ({self.later_s / MINUTE_S:.1f} of it the t_device and "
+                f"overhead phases), {self.most_s / MINUTE_S:.1f} min if every workload used its "
+                f"whole sampling budget; building inputs comes on top ({'; '.join(parts)})")
 
 
 def round_s(call_s: float, policy: SamplingPolicy, rounds: int, first: bool) -> float:
@@ -72,13 +92,16 @@ def project(
 ) -> Projection:
     """The projection of the workloads whose roofline call times are `calls` (None: unknown),
     those marked `skipped` (not fitting memory) costing nothing."""
-    total, n_skipped, unknown = 0.0, 0, 0
+    total, later, n_skipped, unknown = 0.0, 0.0, 0, 0
     for call_s, skip in zip(calls, skipped, strict=True):
         t = None if skip else workload_s(call_s, policy, rounds)
         if t is None:
             n_skipped += 1
             continue
         unknown += call_s is None
-        total += t
+        phases = later_phases_s(call_s) if call_s is not None else 0.0
+        total += t + phases
+        later += phases
     measured = len(calls) - n_skipped
-    return Projection(total, len(calls), n_skipped, unknown, measured * policy.budget_s)
+    return Projection(total, len(calls), n_skipped, unknown,
+                      measured * policy.budget_s + later, later)  # fmt: skip

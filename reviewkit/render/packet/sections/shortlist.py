@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from reviewkit.analysis.projection_accuracy import error_note, kind_of
 from reviewkit.render import charts
 from reviewkit.render.packet.sections.base import Section
 
@@ -26,6 +27,9 @@ def shortlist_fields(p: Inputs) -> dict:
             row["risk_items"] = [{"key": k, "weight": w, "reason": why}
                                  for k, w, why in r.risk_items]  # fmt: skip
             row["commands"] = list(r.commands)
+            # issue 34: every projection shown beside its kind's measured error
+            row["error_note"] = error_note(r.efficiency) if r.efficiency else ""
+            row["error_kind"] = kind_of(r.efficiency)
             rows.append(row)
         shown.append({
             "source": p.report.review.relative(s.path), "model": s.model, "batch": s.batch,
