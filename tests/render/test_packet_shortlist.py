@@ -50,6 +50,14 @@ def test_the_section_shows_the_cited_shortlist_as_ranked(packet):
     assert h200["commands"][0] in text  # the benchmark command, as the file gives it
     assert section.find(".//figure[@id='chart-trade_curve']") is not None
     assert "trade_curve" in model["charts"]
+    # issue 34: the projection's measured error of its kind beside it (measured here; the
+    # figures are rubrics/projection_error.toml's, read independently)
+    from reviewkit.analysis.projection_accuracy import shipped_errors
+
+    (same,) = shipped_errors()["measured"]
+    assert h200["error_kind"] == "measured"
+    assert (f"measured error with measured efficiency: {same.case}: median |error| "
+            f"{same.median_abs_error:.0%}") in text
 
 
 def test_a_cited_file_of_another_kind_is_named_with_why(tmp_path):

@@ -1,0 +1,50 @@
+"""The projection's measured error table: read, checked, and shown by kind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reviewkit.analysis import projection_accuracy as acc
+from reviewkit.common.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_table_holds_both_kinds_and_matches_the_benchmark_it_cites():
+    table = acc.shipped_errors()
+    assert set(table) == {"measured", "borrowed"} and all(table.values())
+    (same,) = table["measured"]
+    # the held-out sample: 28 workloads of `full` absent from `quick` (counted independently)
+    doc = json.loads((ROOT / "samples/cpu-full-heldout-epyc-2core/run.json").read_text())
+    quick = json.loads((ROOT / "samples/cpu-quick-epyc-2core/run.json").read_text())
+    held = {w["id"] for w in doc["workloads"]} - {w["id"] for w in quick["workloads"]}
+    assert same.held_out == len(held) == 28
+    assert "cpu-full-heldout-epyc-2core" in same.command
+
+
+def test_a_label_finds_its_kind_and_every_case_of_it():
+    assert acc.kind_of("measured") == "measured"
+    assert acc.kind_of("borrowed from AMD EPYC, NVIDIA H200") == "borrowed"
+    case = acc.MeasuredError("borrowed", "A from B", 10, 0.25, 0.5, 0.8, "B", "2026", "cmd")
+    note = acc.error_note("borrowed from B", {"measured": (), "borrowed": (case, case)})
+    assert note == ("A from B: median |error| 25%, p90 50%, 80% intervals held 80% of 10 "
+                    "held-out workloads; " * 2).rstrip("; ")
+
+
+@pytest.mark.parametrize("text,key", [
+    ("version = 2\n", "version"),
+    ("version = 1\n[[kinds.measured]]\ncase = 'a'\n", "kinds"),
+    ("version = 1\nkinds.measured = []\nkinds.borrowed = []\n", "kinds.measured"),
+    ("version = 1\n[[kinds.measured]]\ncase = 'a'\nheld_out = 3\nmedian_abs_error = 'big'\n"
+     "p90_abs_error = 1\ncoverage_80 = 1\nmeasured_on = 'x'\ndate = 'd'\ncommand = 'c'\n"
+     "[[kinds.borrowed]]\n", "kinds.measured[0].median_abs_error"),
+])  # fmt: skip
+def test_a_bad_table_names_the_file_and_key(tmp_path, text, key):
+    path = tmp_path / "projection_error.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        acc.read_errors(path)
+    assert str(path) in str(err.value) and repr(key) in str(err.value)
