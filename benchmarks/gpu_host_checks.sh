@@ -4,11 +4,12 @@
 #   [STEPS=name,name|serving] benchmarks/gpu_host_checks.sh OUT_DIR [DEADLINE_S]
 #
 # STEPS runs only the named steps (probe, gpu-serving-decode, gpu-serving-prefill,
-# gpu-serving-other, gpu-serving-targets, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp,
+# gpu-serving-other, gpu-serving-flex, gpu-serving-targets, gpu-calibrate, nccl-1rank, gpu-graphs, gpu-lowp,
 # gpu-run, gpu-l2-flush, gpu-aa-mfu, gpu-probes, dist-overhead, cpu-calibrate); all by default.
 # STEPS=serving runs issue 33's sample alone, in at most 300 s by default: the probe, then the
-# serving profile in three runs (decode, prefill, the rest), each its own bundle, so a cut-off
-# call keeps what finished, then the targets read from them.
+# serving profile in four runs (decode, prefill, the rest, FlexAttention), each its own bundle
+# written as it finishes (a step cut off by its cap is interrupted with SIGINT, and `run`
+# writes what it measured as an incomplete bundle), then the targets read from them.
 # Two tracks run side by side on disjoint cores (taskset), each step under a timeout that
 # keeps the whole script inside DEADLINE_S (default 540 s, 300 s for STEPS=serving):
 #   GPU track, the first half of the cores: first the serving profile (issue 33: prefill,
@@ -33,7 +34,8 @@
 set -u
 out=${1:?usage: $0 OUT_DIR [DEADLINE_S]}
 if [ "${STEPS:-}" = serving ]; then
-  STEPS=probe,gpu-serving-decode,gpu-serving-prefill,gpu-serving-other,gpu-serving-targets
+  STEPS=probe,gpu-serving-decode,gpu-serving-prefill,gpu-serving-other,gpu-serving-flex
+  STEPS=$STEPS,gpu-serving-targets
   deadline_s=${2:-300}
 else
   deadline_s=${2:-540}
@@ -64,23 +66,28 @@ step() {  # step NAME CORES CAP_S COMMAND...: log to $work/NAME.log, status to s
     return
   fi
   started=$(date +%s)
-  timeout -k 5 "$cap" taskset -c "$cores" "$@" >"$work/$name.log" 2>&1
+  # SIGINT first: `reviewkit run` stops and writes what it measured, an incomplete bundle that
+  # says so (tried on the CPU: a quick run cut at 12 s kept its 32 measured workloads); the
+  # kill 15 s later only if it does not stop
+  timeout -s INT -k 15 "$cap" taskset -c "$cores" "$@" >"$work/$name.log" 2>&1
   rc=$?
   echo "$name: rc $rc in $(($(date +%s) - started)) s (cap $cap s)" >>"$out/steps.txt"
 }
 
 serving_run() {  # serving_run PART CAP GLOBS: one part of the serving profile, its own bundle
-  step "gpu-serving-$1" "$gpu_cores" "$2" "$py" -m reviewkit run --device cuda --profile serving \
-    --dtype bf16 --only "$3" --out "$work/gpu-serving-$1-$dev"
+  step "gpu-serving-$1" "$gpu_cores" "$2" "$py" -m reviewkit run --device cuda \
+    --profile serving --dtype bf16 --only "$3" --out "$work/gpu-serving-$1-$dev"
 }
 
 gpu_track() {
   step probe "$gpu_cores" 40 sh -c "nvidia-smi; nvidia-smi -q -d CLOCK | head -40; lscpu; free -g; \
     $py -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0))'"
-  # decode first: the regime the issue is about, and the grid its targets read
-  serving_run decode 150 '*decode*,gemm.*s1.bf16'
+  # decode first: the regime the issue is about, and the grid its targets read; FlexAttention
+  # last, as each of its cells compiles (seconds each) before it is measured
+  serving_run decode 150 '*decode-sdpa*,gemm.*s1.bf16'
   serving_run prefill 100 '*prefill*,gemm.*s2048.bf16,gemm.*s4096.bf16,gemm.*s8192.bf16,gemm.*s16384.bf16'
   serving_run other 70 'block.*,*.fp8,conv.*'
+  serving_run flex 80 '*decode-flex*'
   step gpu-serving-targets "$gpu_cores" 20 sh -c "for d in $work/gpu-serving-*-$dev; do \
     [ -f \"\$d/run.json\" ] && $py benchmarks/serving_targets.py \"\$d\"; done"
   step gpu-calibrate "$gpu_cores" 150 "$py" benchmarks/calibration_reproducibility.py \
