@@ -74,3 +74,15 @@ def test_fourteen_platforms_print_at_7_pt_or_more():
     # the chart is laid at the text column's width: at most 710 px keeps 10 px text at 7 pt
     assert w <= base.MAX_CHART_WIDTH_PX and h <= base.MAX_CHART_HEIGHT_PX
     assert smallest * base.print_scale(w, h) >= base.MIN_PRINT_PT
+
+
+def test_a_name_that_would_cover_a_better_ranked_one_is_left_to_the_panels():
+    # mi300x (rank 1) at 350 tokens/s and 1.5 s; a platform at 351 tokens/s and 1.51 s lands on
+    # the same pixels: its name would print over mi300x's, so only mi300x is named there. One a
+    # decade away in throughput (35 tokens/s) is far enough to keep its own.
+    near = dict(rows()[0], platform="near", rank=2, decode_tokens_per_s=351.0, latency_s=1.51)
+    far = dict(rows()[0], platform="far", rank=3, decode_tokens_per_s=35.0, latency_s=1.5)
+    spec = charts.trade_curve([rows()[0], near, far], 2.0)
+    labels = {r["platform"]: r["label"] for values in datasets(spec) for r in values
+              if "label" in r}  # fmt: skip
+    assert labels == {"mi300x": "mi300x", "near": "", "far": "far"}

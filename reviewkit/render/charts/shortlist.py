@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from reviewkit.render.charts.axes import log_axis, log_domain
 from reviewkit.render.charts.base import (
     MAX_CHART_WIDTH_PX,
@@ -28,8 +30,41 @@ TRADE_ROW_PX = 22  # one platform a row: a 10 px label and its interval's whiske
 TRADE_SCATTER_PX = 260  # the scatter's height: five decades of latency with readable ticks
 PANEL_GAP_PX = 24
 # Platforms close in latency and throughput overlap their names: only the best ranked are named
-# in the scatter (the panels below name every one, and each point's tooltip its platform).
+# in the scatter, and only where a name does not overlap one already placed (the panels below
+# name every one, and each point's tooltip its platform).
 MAX_SCATTER_LABELS = 5
+
+
+# A label's box as the scatter draws it (mark_text's 11 px font, dx 6 and dy -6 from its point):
+# about 6.5 px a character and 12 px high, its left edge 6 px right of the point.
+LABEL_CHAR_PX = 6.5
+LABEL_HEIGHT_PX = 12
+LABEL_DX_PX = 6
+
+
+def _unoverlapped_labels(drawn: list[dict], x_domain: tuple[float, float],
+                         y_domain: tuple[float, float], width_px: float) -> set[str]:  # fmt: skip
+    """The platforms named in the scatter: in rank order, at most MAX_SCATTER_LABELS, each only
+    where its name's box (on the log axes, in pixels) misses every name already placed, so
+    platforms close in latency and throughput do not print over each other."""
+
+    def px(v: float, lo: float, hi: float, size: float) -> float:
+        return (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * size
+
+    boxes: list[tuple[float, float, float, float]] = []
+    named: set[str] = set()
+    for d in sorted(drawn, key=lambda d: d["rank"]):
+        if len(named) == MAX_SCATTER_LABELS:
+            break
+        x = px(d["decode_tokens_per_s"], *x_domain, width_px) + LABEL_DX_PX
+        y = TRADE_SCATTER_PX - px(d["latency_s"], *y_domain, TRADE_SCATTER_PX) - LABEL_HEIGHT_PX
+        box = (x, y, x + LABEL_CHAR_PX * len(d["platform"]), y + LABEL_HEIGHT_PX)
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+               for b in boxes):  # fmt: skip
+            continue
+        boxes.append(box)
+        named.add(d["platform"])
+    return named
 
 
 def _fmt(x: float) -> str:
@@ -73,8 +108,8 @@ def trade_curve(rows: list[dict], sla_p99_s: float, notes: list[str] | None = No
         notes.append(f"not drawn ({plural(len(left_out), 'platform')} without a priced "
                      f"latency): " + "; ".join(left_out))  # fmt: skip
     notes.append("latency: one request's service time with no queueing, not a p99 under load; "
-                 f"whiskers: the projection's 80% interval; the {MAX_SCATTER_LABELS} best ranked "
-                 "named in the scatter")  # fmt: skip
+                 f"whiskers: the projection's 80% interval; up to {MAX_SCATTER_LABELS} named in "
+                 "the scatter, best ranked first, where a name does not cover another")  # fmt: skip
     if not drawn:
         return no_data_chart(TRADE_TITLE, notes)
     names = [d["platform"] for d in drawn]
@@ -91,13 +126,13 @@ def trade_curve(rows: list[dict], sla_p99_s: float, notes: list[str] | None = No
     # past the plot and the padding take up to ~131 px beside it (measured: 584 px of plot made
     # a 715 px chart), so 146 px are kept; the legend goes below, where it takes no width
     width = MAX_CHART_WIDTH_PX - 146
-    named = {d["platform"] for d in sorted(drawn, key=lambda d: d["rank"])[:MAX_SCATTER_LABELS]}
-    for d in drawn:
-        d["label"] = d["platform"] if d["platform"] in named else ""
-    base = alt.Chart(named_data(drawn))
     x_lo, x_hi = log_domain([d["decode_tokens_per_s"] for d in drawn])
     ys = [v for d in drawn for v in (d["latency_low_s"], d["latency_high_s"])]
     y_lo, y_hi = log_domain([*ys, float(sla_p99_s)])
+    named = _unoverlapped_labels(drawn, (x_lo, x_hi), (y_lo, y_hi), width)
+    for d in drawn:
+        d["label"] = d["platform"] if d["platform"] in named else ""
+    base = alt.Chart(named_data(drawn))
     x = alt.X("decode_tokens_per_s:Q", title="decode tokens/s (one replica)",
               scale=alt.Scale(type="log", domain=[x_lo, x_hi], nice=False),
               axis=log_axis(x_lo, x_hi, width))  # fmt: skip
