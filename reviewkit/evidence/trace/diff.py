@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
 from reviewkit.evidence import files as evidence
 
-KIND = "reviewkit.trace-diff"
-SCHEMA_VERSION = 1
+KIND = evidence.TRACE_DIFF
+SCHEMA_VERSION = evidence.SCHEMA_VERSIONS[KIND]
+CITED_ROWS = 10  # the ops and layer types a cited diff keeps: the largest changes
 UNMAPPED = "unmapped"
 # Row statuses. An op missing from one side's top-N list is only "new" or "vanished" when that
 # side's list was complete; otherwise it may simply have fallen below the cut.
@@ -100,14 +102,9 @@ class TraceDiff:
         return self.cand.total_s - self.base.total_s
 
     def to_json(self, created_unix_s: float) -> dict:
-        from reviewkit import __version__
-
         d = self.delta_s
         return {
-            "kind": KIND,
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "reviewkit", "version": __version__},
-            "created_unix_s": round(created_unix_s, 3),
+            **evidence.header(KIND, created_unix_s),
             "base": {"path": self.base.path, "ranks": list(self.base.ranks)},
             "cand": {"path": self.cand.path, "ranks": list(self.cand.ranks)},
             "time_basis": self.time_basis,
@@ -133,7 +130,7 @@ def _fail(path: Path, key: str, expected: str) -> InputError:
 
 
 def _number(v) -> bool:
-    return evidence.finite_number(v) is not None and not isinstance(v, bool)
+    return evidence.finite_number(v)  # a finite real, never a bool
 
 
 def load_summary(path: Path) -> dict:
@@ -340,4 +337,107 @@ def diff(base_path: Path, cand_path: Path) -> TraceDiff:
         ops=_rank(_op_rows(base, cand)),
         shares=shares,
         notes=tuple(notes),
+    )
+
+
+# --- the diff as a review cites it ------------------------------------------------------------
+
+
+class TraceDiffUnusable(evidence.EvidenceUnusable):
+    """A trace diff file of the right kind whose fields cannot be read; the message names the
+    key (the caller names the file, as the review cites it)."""
+
+
+_need = functools.partial(evidence.need, error=TraceDiffUnusable, kind=KIND)
+
+
+@dataclass(frozen=True)
+class CitedRow:
+    """One row of a cited diff: a layer type or op and its change (None: unknown)."""
+
+    key: str
+    layer_type: str | None
+    status: str
+    delta_s: float | None
+    share_of_change: float | None
+
+
+@dataclass(frozen=True)
+class CitedTraceDiff:
+    """A `reviewkit trace diff` result as the packet reads it: the totals, the shares, and the
+    largest changes (CITED_ROWS of each table, in the file's ranking order)."""
+
+    path: Path
+    base_path: str
+    cand_path: str
+    time_basis: str
+    base_time_s: float
+    cand_time_s: float
+    delta_s: float
+    layer_types: tuple[CitedRow, ...]
+    ops: tuple[CitedRow, ...]
+    shares: tuple[tuple[str, float | None, float | None], ...]  # (name, base, cand)
+    notes: tuple[str, ...]
+
+
+def _opt_number(table: dict, name: str, key: str) -> float | None:
+    v = table.get(name)
+    _need(v is None or _number(v), f"{key}.{name}", "a finite number or null")
+    return None if v is None else float(v)
+
+
+def _cited_rows(doc: dict, table: str) -> tuple[CitedRow, ...]:
+    rows = doc.get(table)
+    _need(isinstance(rows, list), table, "a list of rows")
+    out = []
+    for i, r in enumerate(rows[:CITED_ROWS]):
+        key = f"{table}[{i}]"
+        _need(isinstance(r, dict) and isinstance(r.get("key"), str), f"{key}.key", "text")
+        _need(isinstance(r.get("status"), str), f"{key}.status", "text")
+        lt = r.get("layer_type")
+        _need(lt is None or isinstance(lt, str), f"{key}.layer_type", "text or null")
+        out.append(
+            CitedRow(
+                r["key"],
+                lt,
+                r["status"],
+                _opt_number(r, "delta_s", key),
+                _opt_number(r, "share_of_change", key),
+            )
+        )
+    return tuple(out)
+
+
+def read_trace_diff(loaded: evidence.Loaded) -> CitedTraceDiff:
+    """A cited trace diff into its record; a bad key raises TraceDiffUnusable naming it."""
+    doc = loaded.doc or {}
+    totals = {}
+    for name in ("base_time_s", "cand_time_s", "delta_s"):
+        _need(_number(doc.get(name)), name, "a finite number")
+        totals[name] = float(doc[name])
+    _need(doc.get("time_basis") in ("device", "host"), "time_basis", '"device" or "host"')
+    paths = []
+    for side in ("base", "cand"):
+        v = doc.get(side)
+        _need(isinstance(v, dict) and isinstance(v.get("path"), str), f"{side}.path", "text")
+        paths.append(v["path"])
+    shares_raw = doc.get("device_shares")
+    _need(isinstance(shares_raw, list), "device_shares", "a list of shares")
+    shares = []
+    for i, sh in enumerate(shares_raw):
+        key = f"device_shares[{i}]"
+        _need(isinstance(sh, dict) and isinstance(sh.get("name"), str), f"{key}.name", "text")
+        shares.append((sh["name"], _opt_number(sh, "base", key), _opt_number(sh, "cand", key)))
+    notes = doc.get("notes", [])
+    _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes", "text")
+    return CitedTraceDiff(
+        path=loaded.path,
+        base_path=paths[0],
+        cand_path=paths[1],
+        time_basis=doc["time_basis"],
+        layer_types=_cited_rows(doc, "layer_types"),
+        ops=_cited_rows(doc, "ops"),
+        shares=tuple(shares),
+        notes=tuple(notes),
+        **totals,
     )

@@ -178,6 +178,13 @@ def test_bad_input_names_the_file_and_key(tmp_path):
     broken = summary_file(tmp_path, "broken", gpu_events(), edit=no_kernels)
     with pytest.raises(InputError, match=r"broken\.json: `traces\[0\]\.kernels` must be"):
         tdiff.diff(good, broken)
+
+    def text_time(doc):
+        doc["traces"][0]["op_mix"]["layer_types"]["gemm"]["time_s"] = "1 ms"
+
+    texty = summary_file(tmp_path, "texty", gpu_events(), edit=text_time)
+    with pytest.raises(InputError, match=r"texty\.json: `traces\[0\]\.op_mix\.layer_types\.gemm"):
+        tdiff.diff(texty, good)
     result = run_cli("trace", "diff", good, tmp_path / "missing.json")
     assert_one_line_error(result, "missing.json", "no such file")
 
@@ -194,3 +201,26 @@ def test_cli_json_out_and_an_unchanged_sample(tmp_path):
     text = run_cli("trace", "diff", SAMPLE, SAMPLE)
     assert text.exit_code == 0, text.output
     assert "+0.000 ms" in text.stdout and "By layer type" in text.stdout
+
+
+def test_a_cited_diff_reads_into_its_record_and_a_bad_key_is_named(tmp_path):
+    from reviewkit.evidence.files import TRACE_DIFF, read_cited
+
+    base = summary_file(tmp_path, "base", gpu_events())
+    cand = summary_file(tmp_path, "cand", gpu_events(slow=ELEMENTWISE))
+    doc = tdiff.diff(base, cand).to_json(FIXED_CLOCK())
+    good, bad, summary = tmp_path / "good.json", tmp_path / "bad.json", base
+    good.write_text(json.dumps(doc))
+    doc["ops"][0]["delta_s"] = "slower"
+    bad.write_text(json.dumps(doc))
+    (record,), not_used = read_cited([good, bad, summary], TRACE_DIFF, tdiff.read_trace_diff)
+    assert record.ops[0].key == ELEMENTWISE
+    assert record.ops[0].share_of_change == pytest.approx(1.0)
+    assert record.delta_s == pytest.approx(STEPS * 20e-6) and record.time_basis == "device"
+    assert len(record.ops) <= tdiff.CITED_ROWS
+    assert dict((n, (b, c)) for n, b, c in record.shares).keys() == {
+        "idle_share", "host_overhead_share"}  # fmt: skip
+    reasons = dict(not_used)
+    assert reasons[bad] == ("`ops[0].delta_s` must be a finite number or null; re-run "
+                            "`reviewkit trace diff`")  # fmt: skip
+    assert "not a `reviewkit trace diff` result" in reasons[summary]
