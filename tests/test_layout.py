@@ -250,6 +250,7 @@ OTHER_DOCUMENTS = {
     "reviewkit.analysis.run_to_run": "the device's run-to-run record (how many workloads)",
     "reviewkit.cli.console": "a sweep document's workloads; a trace summary's layer types",
     "reviewkit.cli.evidence": "a sweep document's workloads",
+    "reviewkit.cli.trace_diff_view": "a trace diff's layer types",
 }
 
 

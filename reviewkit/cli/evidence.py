@@ -1,4 +1,4 @@
-"""Commands that write evidence a review cites: quality, sweep, soak, trace import."""
+"""Commands that write evidence a review cites: quality, sweep, soak, trace import and diff."""
 
 from __future__ import annotations
 
@@ -218,3 +218,38 @@ def trace_import(
     console = stdout_console()
     console.print(trace_summary_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
     console.print(f"wrote {target}", highlight=False, soft_wrap=True)
+
+
+@user_errors
+def trace_diff(
+    base: Path = typer.Argument(..., help="the base trace_summary.json (before the change)"),
+    cand: Path = typer.Argument(..., help="the candidate trace_summary.json (after the change)"),
+    out: Path | None = typer.Option(None, "--out", help="a file to write the diff (JSON) to"),
+    as_json: bool = typer.Option(False, "--json", help="print the diff as JSON"),
+) -> None:
+    """Diff two trace summaries: time and count change per layer type and per op, ranked by
+    contribution to the total change; device idle and host-overhead shares; new, vanished ops."""
+    import shlex
+    import sys
+    import time
+
+    from reviewkit.bundle.run import write_json_atomic
+    from reviewkit.cli.shared import emit_json
+    from reviewkit.evidence.trace.diff import diff
+
+    if out is not None and out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; pass a file to write the diff to")
+    doc = diff(base, cand).to_json(time.time())
+    doc["command"] = shlex.join(["reviewkit", *sys.argv[1:]]) if sys.argv[1:] else None
+    if out is not None:
+        write_json_atomic(out, doc)
+    if as_json:
+        emit_json(doc)
+        return
+    from reviewkit.cli.console import stdout_console
+    from reviewkit.cli.trace_diff_view import print_trace_diff
+
+    console = stdout_console()
+    print_trace_diff(doc, console)
+    if out is not None:
+        console.print(f"wrote {out}", highlight=False, soft_wrap=True, markup=False)

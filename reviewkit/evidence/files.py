@@ -24,16 +24,18 @@ __all__ = [
 
 QUALITY, SWEEP, SOAK = "reviewkit.quality", "reviewkit.sweep", "reviewkit.soak"
 TRACE = "reviewkit.trace_summary"
+TRACE_DIFF = "reviewkit.trace-diff"  # evidence/trace/diff.py's KIND, written by `trace diff`
 SHORTLIST = "reviewkit.shortlist"  # analysis/shortlist.py's KIND, written by its command
 # The newest schema of each kind this version reads; a newer file is refused with a reason
 # rather than half-read, an older one would go through a migration here.
-SCHEMA_VERSIONS = {QUALITY: 2, SWEEP: 1, SOAK: 1, TRACE: 1, SHORTLIST: 1}
+SCHEMA_VERSIONS = {QUALITY: 2, SWEEP: 1, SOAK: 1, TRACE: 1, TRACE_DIFF: 1, SHORTLIST: 1}
 # Which command writes each kind, for the reason shown when a file is not of it.
 WRITTEN_BY = {
     QUALITY: "reviewkit quality",
     SWEEP: "reviewkit sweep",
     SOAK: "reviewkit soak",
     TRACE: "reviewkit trace import",
+    TRACE_DIFF: "reviewkit trace diff",
     SHORTLIST: "reviewkit shortlist",
 }
 

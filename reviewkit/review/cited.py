@@ -16,6 +16,7 @@ from reviewkit.evidence.sla_load import LoadJudgement, judge_under_load
 from reviewkit.evidence.soak import read_soak
 from reviewkit.evidence.sweep import Sweep, SweptWorkload, read_sweep
 from reviewkit.evidence.trace import fit as fitmatrix
+from reviewkit.evidence.trace.diff import read_trace_diff
 from reviewkit.review.reviewfile import Review
 from reviewkit.review.rubric import Rubric
 from reviewkit.review.status import FAIL, PASS
@@ -124,6 +125,11 @@ class CitedEvidence:
     def shortlists(self) -> CitedFiles:
         """Cited `reviewkit shortlist` results: shown in the packet, judged by no check."""
         return self._read("shortlist", evidence_files.SHORTLIST, read_shortlist)
+
+    @cached_property
+    def trace_diffs(self) -> CitedFiles:
+        """Cited `reviewkit trace diff` results: shown in the packet, judged by no check."""
+        return self._read("trace_diff", evidence_files.TRACE_DIFF, read_trace_diff)
 
     @cached_property
     def quality(self) -> CitedFiles:

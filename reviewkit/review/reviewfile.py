@@ -31,7 +31,9 @@ COMPARISONS = ("<", "<=", ">", ">=")
 # The sweep scenario an SLA target is judged in when a sweep is cited (after LoadGen):
 # independent requests arriving at random (server), one at a time, or all at once.
 SLA_SCENARIOS = ("server", "single-stream", "offline")
-EVIDENCE_KINDS = ("production_traces", "long_window", "quality", "power", "sweep", "shortlist")
+EVIDENCE_KINDS = (
+    "production_traces", "trace_diff", "long_window", "quality", "power", "sweep", "shortlist"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""A review citing a trace diff (`[evidence].trace_diff`): the packet's "Production trace diff"
+section shows its totals, device shares and largest changes; a cited file that is not a trace
+diff is named with why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import html5lib
+import pytest
+from runfactory import complete_review, write_review
+
+from reviewkit.evidence.trace.diff import diff
+from reviewkit.render.packet import write_packet
+
+SUMMARY = Path(__file__).resolve().parents[2] / "samples" / "trace-gpu-sampled-rank0"
+SUMMARY = SUMMARY / "trace_summary.json"
+SLOWER_S = 0.05  # added to one GEMM kernel in the candidate: the injected slowdown
+
+
+@pytest.fixture(scope="module")
+def packet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tracediff")
+    review = complete_review()
+    review["evidence"]["trace_diff"] = ["evidence/trace_diff.json", "evidence/not_a_diff.json"]
+    path = write_review(root / "review", review)
+    cand_doc = json.loads(SUMMARY.read_text())
+    t = cand_doc["traces"][0]
+    gemm = next(k for k in t["kernels"] if k["layer_type"] == "gemm")
+    gemm["total_s"] += SLOWER_S
+    t["op_mix"]["layer_types"]["gemm"]["time_s"] += SLOWER_S
+    t["op_mix"]["time_s"] += SLOWER_S
+    cand = root / "cand.json"
+    cand.write_text(json.dumps(cand_doc))
+    evidence = root / "review" / "evidence"
+    doc = diff(SUMMARY, cand).to_json(1_700_000_000.0)
+    (evidence / "trace_diff.json").write_text(json.dumps(doc))
+    (evidence / "not_a_diff.json").write_text(SUMMARY.read_text())
+    result = write_packet(path, root / "out", pdf=False)
+    return gemm["name"], json.loads(result.json.read_text()), result.html.read_text()
+
+
+def test_the_section_shows_the_cited_diff_largest_change_first(packet):
+    kernel, model, page = packet
+    (shown,) = model["trace_diff"]["diffs"]
+    assert shown["source"] == "evidence/trace_diff.json"
+    assert shown["delta_s"] == pytest.approx(SLOWER_S)
+    assert shown["ops"][0]["key"] == kernel
+    assert shown["ops"][0]["share_of_change"] == pytest.approx(1.0)
+    assert shown["layer_types"][0]["key"] == "gemm"
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    section = tree.find(".//section[@id='trace-diff']")
+    text = " ".join("".join(section.itertext()).split())
+    assert "Production trace diff" in text and "+50.000 ms" in text
+    assert "idle" in text and "keyed by name" in text
+    (note,) = model["trace_diff"]["notes"]
+    assert note.startswith("evidence/not_a_diff.json: not used:")
+    assert "not a `reviewkit trace diff` result" in note and note in text
