@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reviewkit.analysis.project import MEASURED
 from reviewkit.common.errors import InputError
+from reviewkit.common.numbers import finite_number
 from reviewkit.common.tomlfile import read_toml
 
 DEFAULT_TABLE = Path(str(files("reviewkit.rubrics").joinpath("projection_error.toml")))
@@ -58,7 +59,7 @@ def _case(path: Path, kind: str, i: int, doc: object) -> MeasuredError:
         raise _fail(path, where, "a table")
     for key in NUMBERS:
         value = doc.get(key)
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        if not finite_number(value) or value < 0:
             raise _fail(path, f"{where}.{key}", "a number at or above 0 (a fraction)")
     for key in TEXTS:
         if not isinstance(doc.get(key), str) or not doc[key]:

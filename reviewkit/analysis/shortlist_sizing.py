@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
+from reviewkit.common.numbers import finite_number
 from reviewkit.common.tomlfile import closest, read_toml
 from reviewkit.suite.definitions import ELEMENT_BYTES
 from reviewkit.suite.model_targets import DecoderConfig
@@ -50,10 +50,6 @@ def _bad(path: Path, key: str, value: object, expected: str) -> InputError:
                       f"{POLICY_REMEDY}")  # fmt: skip
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def read_policy(path: Path) -> ShortlistPolicy:
     """The [shortlist] table of the rubric at `path`; an error names the file, the key, what was
     expected and what to do."""
@@ -66,19 +62,19 @@ def read_policy(path: Path) -> ShortlistPolicy:
             raise _bad(path, key, table[key], f"one of {', '.join(POLICY_KEYS)}"
                        f"{closest(key, POLICY_KEYS)}")  # fmt: skip
     headroom = table.get("memory_headroom_fraction")
-    if not (_number(headroom) and 0 <= headroom < MAX_HEADROOM_FRACTION):
+    if not (finite_number(headroom) and 0 <= headroom < MAX_HEADROOM_FRACTION):
         raise _bad(path, "memory_headroom_fraction", headroom,
                    f"a share from 0 to under {MAX_HEADROOM_FRACTION} (0.1: a tenth kept for "
                    "activations and the runtime)")  # fmt: skip
     factor = table.get("wide_interval_factor")
-    if not (_number(factor) and factor > 1):
+    if not (finite_number(factor) and factor > 1):
         raise _bad(path, "wide_interval_factor", factor, "a factor above 1 (4.0: high / low)")
     weights = table.get("risk_weights")
     if not isinstance(weights, dict) or set(weights) != set(RISK_KEYS):
         got = sorted(weights) if isinstance(weights, dict) else weights
         raise _bad(path, "risk_weights", got, f"a table weighing each of {', '.join(RISK_KEYS)}")
     for key, w in weights.items():
-        if not (_number(w) and w >= 0):
+        if not (finite_number(w) and w >= 0):
             raise _bad(path, f"risk_weights.{key}", w, "a weight of 0 or more")
     return ShortlistPolicy(str(path), float(headroom), float(factor),
                            {k: float(weights[k]) for k in RISK_KEYS})  # fmt: skip

@@ -41,6 +41,10 @@ def test_a_label_finds_its_kind_and_every_case_of_it():
     ("version = 1\n[[kinds.measured]]\ncase = 'a'\nheld_out = 3\nmedian_abs_error = 'big'\n"
      "p90_abs_error = 1\ncoverage_80 = 1\nmeasured_on = 'x'\ndate = 'd'\ncommand = 'c'\n"
      "[[kinds.borrowed]]\n", "kinds.measured[0].median_abs_error"),
+    # TOML's nan is a float and never below 0: still not a figure
+    ("version = 1\n[[kinds.measured]]\ncase = 'a'\nheld_out = 3\nmedian_abs_error = nan\n"
+     "p90_abs_error = 1\ncoverage_80 = 1\nmeasured_on = 'x'\ndate = 'd'\ncommand = 'c'\n"
+     "[[kinds.borrowed]]\n", "kinds.measured[0].median_abs_error"),
 ])  # fmt: skip
 def test_a_bad_table_names_the_file_and_key(tmp_path, text, key):
     path = tmp_path / "projection_error.toml"

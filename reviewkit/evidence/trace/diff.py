@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
+from reviewkit.common.numbers import finite_number
 from reviewkit.evidence import files as evidence
 
 KIND = evidence.TRACE_DIFF
@@ -129,10 +130,6 @@ def _fail(path: Path, key: str, expected: str) -> InputError:
     return InputError(f"{path}: `{key}` must be {expected}; {REMEDY}")
 
 
-def _number(v) -> bool:
-    return evidence.finite_number(v)  # a finite real, never a bool
-
-
 def load_summary(path: Path) -> dict:
     """A trace summary document, checked for every field the diff reads; the error names the
     file, the key and what it must be."""
@@ -154,13 +151,14 @@ def load_summary(path: Path) -> dict:
             raise _fail(path, f"{where}.time_basis", '"device" or "host"')
         for mix in ("op_mix", "host"):
             m = t.get(mix)
-            ok = isinstance(m, dict) and _number(m.get("time_s"))
+            ok = isinstance(m, dict) and finite_number(m.get("time_s"))
             ok = ok and isinstance(m.get("layer_types"), dict)
-            ok = ok and isinstance(m.get("unmapped"), dict) and _number(m["unmapped"].get("time_s"))
+            unmapped = m.get("unmapped") if ok else None
+            ok = ok and isinstance(unmapped, dict) and finite_number(unmapped.get("time_s"))
             if not ok:
                 raise _fail(path, f"{where}.{mix}", "an op mix with time_s, layer_types, unmapped")
             for k, v in m["layer_types"].items():
-                if not isinstance(v, dict) or not _number(v.get("time_s")):
+                if not isinstance(v, dict) or not finite_number(v.get("time_s")):
                     raise _fail(path, f"{where}.{mix}.layer_types.{k}.time_s", "a number")
         for lst, time_key in (("ops", "self_s"), ("kernels", "total_s")):
             rows = t.get(lst)
@@ -168,7 +166,7 @@ def load_summary(path: Path) -> dict:
                 raise _fail(path, f"{where}.{lst}", f"a list with {lst}_listed_of")
             for j, r in enumerate(rows):
                 ok = isinstance(r, dict) and isinstance(r.get("name"), str)
-                if not (ok and _number(r.get(time_key)) and isinstance(r.get("count"), int)):
+                if not (ok and finite_number(r.get(time_key)) and isinstance(r.get("count"), int)):
                     raise _fail(
                         path, f"{where}.{lst}[{j}]", f"an object with name, count, {time_key}"
                     )
@@ -219,7 +217,7 @@ def _mean_share(doc: dict, key: str) -> float | None:
     vals = [
         t["device"][key]
         for t in doc["traces"]
-        if t["device"].get("available") and _number(t["device"].get(key))
+        if t["device"].get("available") and finite_number(t["device"].get(key))
     ]
     return sum(vals) / len(vals) if vals else None
 
@@ -382,7 +380,7 @@ class CitedTraceDiff:
 
 def _opt_number(table: dict, name: str, key: str) -> float | None:
     v = table.get(name)
-    _need(v is None or _number(v), f"{key}.{name}", "a finite number or null")
+    _need(v is None or finite_number(v), f"{key}.{name}", "a finite number or null")
     return None if v is None else float(v)
 
 
@@ -413,7 +411,7 @@ def read_trace_diff(loaded: evidence.Loaded) -> CitedTraceDiff:
     doc = loaded.doc or {}
     totals = {}
     for name in ("base_time_s", "cand_time_s", "delta_s"):
-        _need(_number(doc.get(name)), name, "a finite number")
+        _need(finite_number(doc.get(name)), name, "a finite number")
         totals[name] = float(doc[name])
     _need(doc.get("time_basis") in ("device", "host"), "time_basis", '"device" or "host"')
     paths = []
