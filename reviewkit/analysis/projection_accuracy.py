@@ -105,3 +105,11 @@ def error_note(efficiency_label: str, table: Mapping[str, tuple[MeasuredError, .
     """What a projection of this label has been measured to miss by, every case of its kind."""
     cases = (table or shipped_errors())[kind_of(efficiency_label)]
     return "; ".join(c.text() for c in cases)
+
+
+def error_brief(efficiency_label: str,
+                table: Mapping[str, tuple[MeasuredError, ...]] | None = None) -> str:  # fmt: skip
+    """The kind's median |error| of every case, short enough for a table cell ("median |error|
+    47% / 288%"); error_note says what each case was."""
+    cases = (table or shipped_errors())[kind_of(efficiency_label)]
+    return "median |error| " + " / ".join(f"{c.median_abs_error:.0%}" for c in cases)

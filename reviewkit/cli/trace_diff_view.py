@@ -5,9 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 
 from reviewkit.cli.tables import DataTable
-from reviewkit.common.format import MISSING
+from reviewkit.common.format import MISSING, elided
 
 OPS_SHOWN = 15  # the ops the terminal lists; --json and --out hold them all
+
+
+# A kernel's C++ signature can run to thousands of characters; the JSON keeps it whole.
+NAME_MAX_CHARS = 90
 
 
 def _ms(seconds: float | None, signed: bool = False) -> str:
@@ -34,7 +38,7 @@ def _rows_table(title: str, rows: list[dict], key_label: str, with_type: bool) -
         t.add_column(col, justify="left" if left else "right", overflow="fold")
     for r in rows:
         count = f"{_count(r['base_count'])} -> {_count(r['cand_count'])}"
-        cells = [r["key"][:90]]
+        cells = [elided(r["key"], NAME_MAX_CHARS)]
         if with_type:
             cells.append(r["layer_type"] or "unmapped")
         cells += [

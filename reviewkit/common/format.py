@@ -94,6 +94,12 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     return f"{text[: limit - 1]}… ({len(str(value)):,} characters)"
 
 
+def elided(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last an ellipsis: a C++ kernel name of thousands of
+    characters must not fill a page or a terminal."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 SCI_BELOW = 1e-4  # 0.0000254 makes the reader count zeros: smaller as 2.54 x 10^-5
 
 

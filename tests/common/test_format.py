@@ -30,3 +30,10 @@ def test_points_by_hand():
     assert points(0.352, (0.21, 0.5)) == "+35.2 pt [+21.0, +50.0]"
     assert points(-0.0833) == "-8.3 pt"
     assert points(None) == MISSING
+
+
+def test_elided_keeps_short_text_and_cuts_long_text_to_its_limit():
+    from reviewkit.common.format import elided
+
+    assert elided("abc", 3) == "abc"
+    assert elided("abcdef", 4) == "abc…" and len(elided("x" * 2000, 90)) == 90

@@ -56,6 +56,9 @@ def test_the_section_shows_the_cited_shortlist_as_ranked(packet):
 
     (same,) = shipped_errors()["measured"]
     assert h200["error_kind"] == "measured"
+    # and in its row, the kind's median |error| of every case (one case measured: 22%)
+    assert h200["error_brief"] == f"median |error| {same.median_abs_error:.0%}" == \
+        "median |error| 22%"  # fmt: skip
     assert (f"measured error with measured efficiency: {same.case}: median |error| "
             f"{same.median_abs_error:.0%}") in text
 

@@ -57,3 +57,21 @@ def test_the_section_shows_the_cited_diff_largest_change_first(packet):
     (note,) = model["trace_diff"]["notes"]
     assert note.startswith("evidence/not_a_diff.json: not used:")
     assert "not a `reviewkit trace diff` result" in note and note in text
+
+
+def test_a_long_kernel_name_is_cut_in_its_cell_and_whole_in_its_tooltip(packet):
+    # the sample's kernels include fbgemm's embedding backward, a C++ signature of 1,800-odd
+    # characters that filled a printed page whole; the cell keeps 90, the title all of them
+    _, model, page = packet
+    (shown,) = model["trace_diff"]["diffs"]
+    longest = max(shown["ops"], key=lambda r: len(r["key"]))
+    assert len(longest["key"]) > 1000
+    assert len(longest["name_text"]) == 90 and longest["name_text"].endswith("…")
+    assert longest["key"].startswith(longest["name_text"][:-1])
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    section = tree.find(".//section[@id='trace-diff']")
+    tables = section.findall(".//table")
+    layer_heads = [th.text for th in tables[1].findall(".//th")]
+    assert layer_heads == ["Layer type", "Change", "Of the change", "Status"]  # no repeat
+    cells = [td for td in tables[2].findall(".//td") if td.get("title") == longest["key"]]
+    assert cells and cells[0].text == longest["name_text"]

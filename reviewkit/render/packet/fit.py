@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from reviewkit.common.format import elided
 from reviewkit.evidence.trace import fit as fitmatrix
 from reviewkit.render import charts
 from reviewkit.render.packet.labels import number_or_none, run_label
@@ -161,9 +162,7 @@ def _fit_candidate(fit, label: str, run: str, fit_verdict, unmapped: str) -> dic
         )
     outside = []
     for o in fit.outside:
-        dims = json.dumps(o.dims)
-        if len(dims) > DIMS_MAX_CHARS:
-            dims = dims[: DIMS_MAX_CHARS - 1] + "…"
+        dims = elided(json.dumps(o.dims), DIMS_MAX_CHARS)
         outside.append(
             {
                 "layer_type": o.layer_type,

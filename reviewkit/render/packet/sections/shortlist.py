@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from reviewkit.analysis.projection_accuracy import error_note, kind_of
+from reviewkit.analysis.projection_accuracy import error_brief, error_note, kind_of
 from reviewkit.render import charts
 from reviewkit.render.packet.sections.base import Section
 
@@ -27,12 +27,16 @@ def shortlist_fields(p: Inputs) -> dict:
             row["risk_items"] = [{"key": k, "weight": w, "reason": why}
                                  for k, w, why in r.risk_items]  # fmt: skip
             row["commands"] = list(r.commands)
-            # issue 34: every projection shown beside its kind's measured error
-            row["error_note"] = error_note(r.efficiency) if r.efficiency else ""
+            # issue 34: every projection shown beside its kind's measured error (the cases in
+            # words once per kind, below the table)
+            row["error_brief"] = error_brief(r.efficiency) if r.efficiency else ""
             row["error_kind"] = kind_of(r.efficiency)
             rows.append(row)
+        kinds = sorted({row["error_kind"] for row in rows if row["error_brief"]})
+        errors = [{"kind": k, "text": error_note(k)} for k in kinds]  # a kind is its own label
         shown.append({
-            "source": p.report.review.relative(s.path), "model": s.model, "batch": s.batch,
+            "errors": errors, "source": p.report.review.relative(s.path), "model": s.model,
+            "batch": s.batch,
             "context": s.context, "dtype": s.dtype, "output_tokens": s.output_tokens,
             "sla_p99_s": s.sla_p99_s, "latency_note": s.latency_note,
             "summary": list(s.summary), "shortlisted": list(s.shortlisted), "rows": rows,

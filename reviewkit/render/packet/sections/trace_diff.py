@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from reviewkit.common.format import elided
 from reviewkit.render.packet.sections.base import Section
 
 if TYPE_CHECKING:
     from reviewkit.render.packet.fields import Inputs
+
+
+# A device kernel's name is its C++ signature, thousands of characters for a templated one (an
+# fbgemm embedding backward filled a page): the cell shows this much, the tooltip all of it.
+OP_NAME_MAX_CHARS = 90
 
 
 def trace_diff_fields(p: Inputs) -> dict:
@@ -27,7 +33,8 @@ def trace_diff_fields(p: Inputs) -> dict:
             "cand_time_s": d.cand_time_s,
             "delta_s": d.delta_s,
             "layer_types": [asdict(r) for r in d.layer_types],
-            "ops": [asdict(r) for r in d.ops],
+            "ops": [{**asdict(r), "name_text": elided(r.key, OP_NAME_MAX_CHARS)}
+                    for r in d.ops],
             "shares": [{"name": n, "base": b, "cand": c} for n, b, c in d.shares],
             "notes": list(d.notes),
         }
