@@ -73,3 +73,19 @@ def test_across_devices_every_measured_workload_is_projected_onto_the_platform(s
     assert row["projected_s"] == pytest.approx(2 * 1024**3 / 67e12 / 0.5, rel=1e-6)
     assert row["label"].startswith("borrowed from")
     assert "targets" not in doc["summary"]  # across devices: reported, no target
+
+
+def test_onto_the_held_out_calibration_prices_at_the_held_out_runs_peak(script, tmp_path):
+    # the same device measured at a 1e12 fp32 peak for the fit and 2e12 for the held-out run
+    # (its share of that roof 0.5): a 768^3 GEMM's roof is 2 x 768^3 / 2e12 = 452.98 us there,
+    # so t = 905.97 us. Onto the fit's calibration the projection divides by 1e12 at the
+    # fitted s = 0.5: 1.812 ms, error +100%; onto the held-out run's own, exact
+    fit = _write(tmp_path / "fit", square_gemm_doc(0.5, None, (256, 512, 1024, 2048)))
+    held = _write(tmp_path / "held", square_gemm_doc(0.5, None, (768,), peak=2e12))
+    onto_fit = script.evaluate([fit], held, None)
+    onto_held = script.evaluate([fit], held, None, "held-out")
+    (a,), (b,) = onto_fit["rows"], onto_held["rows"]
+    assert a["measured_s"] == pytest.approx(2 * 768**3 / 2e12 / 0.5)
+    assert a["error"] == pytest.approx(1.0, rel=1e-6)
+    assert b["error"] == pytest.approx(0.0, abs=1e-9)
+    assert "onto the held-out run's ceilings" in onto_held["mode"]

@@ -12,9 +12,11 @@ from reviewkit.analysis.analysed import AnalysedRun
 from reviewkit.analysis.efficiency_fit import (
     MIN_DTYPE_POINTS,
     NEIGHBOURS,
+    TREND_POINTS,
     WEIGHT_SOFTENING_DECADES,
     WIDENING_PER_DECADE,
     EfficiencyPoint,
+    TargetMemory,
     group,
     overhead_of,
     predict,
@@ -244,14 +246,18 @@ def project_one(
     if not chosen:
         return Projected(**base, label=NOT_AVAILABLE, reason=note)
     level = device.level_for(t.bytes)
-    roof = max(t.flops / peak if t.flops > 0 and peak else 0.0,
-               t.bytes / level.bandwidth_bytes_per_s)  # fmt: skip
+    compute_s = t.flops / peak if t.flops > 0 and peak else 0.0
+    memory_s = t.bytes / level.bandwidth_bytes_per_s
+    roof = max(compute_s, memory_s)
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
+    # a level's achieved rate carries to another level of the same device only (share_at)
+    memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_s >= compute_s)
+              if label == MEASURED else None)  # fmt: skip
     # size is the roof time on the device it runs on (efficiency_fit's docstring says why)
     # a workload of no bytes (none in the suite) is taken as moving one: no infinite intensity
     pred = predict(chosen, t.flops / max(t.bytes, 1.0), roof, dtype=t.dtype,
                    variant=t.variant, noise_sd=noise_sd, extra_log_width=extra, pooled=pooled,
-                   note=note)  # fmt: skip
+                   note=note, memory=memory)  # fmt: skip
     o = overhead_of(chosen, t.layer_type)
     o_label = OVERHEAD_NOT_MEASURED if not o.workloads else (
         MEASURED if label == MEASURED else label)  # fmt: skip
@@ -319,9 +325,13 @@ class Projection:
             "devices": [d.to_json() for d in self.devices],
             "method": {
                 "share_of_roof": "s = max(t_c, t_m) / (t - t_o) per measured workload; "
-                "predicted by distance-weighted nearest neighbours in (log10 F/B, log10 t_roof), "
-                "t_roof on the device the work runs on",
-                "neighbours": NEIGHBOURS, "min_dtype_points": MIN_DTYPE_POINTS,
+                "predicted by a weighted trend line of log s over (log10 F/B, log10 t_roof) "
+                "through the nearest points of the target's dtype and kernel variant, else the "
+                "distance-weighted mean of the nearest neighbours; t_roof on the device the "
+                "work runs on; on the points' own device a memory-bound point keeps its "
+                "achieved bytes/s up to the target level's bandwidth",
+                "neighbours": NEIGHBOURS, "trend_points": TREND_POINTS,
+                "min_dtype_points": MIN_DTYPE_POINTS,
                 "weight_softening_decades": WEIGHT_SOFTENING_DECADES,
                 "widening_per_decade": WIDENING_PER_DECADE,
                 "borrowed_widening": BORROWED_WIDENING, "run_to_run_sd": self.noise_sd,

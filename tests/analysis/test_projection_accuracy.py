@@ -16,13 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_shipped_table_holds_both_kinds_and_matches_the_benchmark_it_cites():
     table = acc.shipped_errors()
     assert set(table) == {"measured", "borrowed"} and all(table.values())
-    (same,) = table["measured"]
-    # the held-out sample: 28 workloads of `full` absent from `quick` (counted independently)
-    doc = json.loads((ROOT / "samples/cpu-full-heldout-epyc-2core/run.json").read_text())
+    fp32, bf16 = table["measured"]
+    # the held-out samples: 28 workloads of `full` absent from `quick` in each dtype (counted
+    # independently)
     quick = json.loads((ROOT / "samples/cpu-quick-epyc-2core/run.json").read_text())
-    held = {w["id"] for w in doc["workloads"]} - {w["id"] for w in quick["workloads"]}
-    assert same.held_out == len(held) == 28
-    assert "cpu-full-heldout-epyc-2core" in same.command
+    for case, sample in ((fp32, "cpu-full-heldout-epyc-2core"),
+                         (bf16, "cpu-full-heldout-bf16-epyc-2core")):  # fmt: skip
+        doc = json.loads((ROOT / "samples" / sample / "run.json").read_text())
+        held = {w["id"] for w in doc["workloads"]} - {w["id"] for w in quick["workloads"]}
+        assert case.held_out == len(held) == 28
+        assert case.command.endswith(f"--held-out samples/{sample}")
 
 
 def test_a_label_finds_its_kind_and_every_case_of_it():

@@ -54,13 +54,15 @@ def test_the_section_shows_the_cited_shortlist_as_ranked(packet):
     # figures are rubrics/projection_error.toml's, read independently)
     from reviewkit.analysis.projection_accuracy import shipped_errors
 
-    (same,) = shipped_errors()["measured"]
+    fp32, bf16 = shipped_errors()["measured"]
     assert h200["error_kind"] == "measured"
-    # and in its row, the kind's median |error| of every case (one case measured: 22%)
-    assert h200["error_brief"] == f"median |error| {same.median_abs_error:.0%}" == \
-        "median |error| 22%"  # fmt: skip
-    assert (f"measured error with measured efficiency: {same.case}: median |error| "
-            f"{same.median_abs_error:.0%}") in text
+    # and in its row, the kind's median |error| of every case (two measured: 17% and 18%)
+    assert h200["error_brief"] == (f"median |error| {fp32.median_abs_error:.0%} / "
+                                   f"{bf16.median_abs_error:.0%}") == \
+        "median |error| 17% / 18%"  # fmt: skip
+    for case in (fp32, bf16):
+        assert f"{case.case}: median |error| {case.median_abs_error:.0%}" in text
+    assert f"measured error with measured efficiency: {fp32.case}" in text
 
 
 def test_a_cited_file_of_another_kind_is_named_with_why(tmp_path):
