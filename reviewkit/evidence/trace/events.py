@@ -83,6 +83,11 @@ DEFINITIONS = {
     "host_overhead_share": "share of the window in which a device is idle while the host is "
     "inside an operator or runtime call (the device waits on the host), averaged over devices",
     "numel": "element count of the first tensor argument (Input Dims[0] that is a shape)",
+    "shape_op": "a shape entry's op: the outermost mapped host operator that was called with "
+    "those Input Dims (its name, dims, types, count and inclusive host time)",
+    "shape_device_time_s": "device time of the kernels, memcpys and memsets launched inside that "
+    "operator (linked by their External id to an operator it encloses); absent where the "
+    "trace links none",
 }
 
 
@@ -131,6 +136,22 @@ def _key(v) -> bool:
     return type(v) is int or type(v) is str
 
 
+def _id_arg(args: object, key: str) -> int:
+    value = args.get(key) if isinstance(args, dict) else None
+    return value if type(value) is int and 0 <= value < 2**63 else -1
+
+
+def _external_id(args: object) -> int:
+    """The profiler's External id of an event (in most traces a kernel's is that of the
+    operator that launched it), -1 where there is none or it is not a 64-bit count."""
+    return _id_arg(args, "External id")
+
+
+def _correlation(args: object) -> int:
+    """The correlation id a runtime call shares with the device events it launched, or -1."""
+    return _id_arg(args, "correlation")
+
+
 def _clean_dims(dims: list) -> list:
     """Input Dims as JSON-safe shapes: each argument a list of ints, anything else (a float, a
     nested list, a string) written as [] so it is no shape rather than a broken summary."""
@@ -142,13 +163,14 @@ class _Thread:
     duration is kept as written, not the end: ts + dur rounds to float64's unit in the last
     place of ts (0.25 us at epoch-microsecond ts), a large error on a sub-microsecond op."""
 
-    __slots__ = ("durs", "names", "shapes", "starts")
+    __slots__ = ("durs", "exts", "names", "shapes", "starts")
 
     def __init__(self):
         self.starts = array("d")
         self.durs = array("d")
         self.names = array("i")
         self.shapes = array("i")
+        self.exts = array("q")  # the profiler's External id, -1 where none
 
 
 class Summariser:
@@ -165,7 +187,14 @@ class Summariser:
         self.device_layer_us: dict[str, float] = {}
         self.device_unmapped_us: dict[str, float] = {}
         self.device_ops: dict[str, list] = {}  # name -> [count, total_us, category]
-        self.runtime: dict[tuple, tuple[array, array]] = {}
+        # each device event's correlation id (its runtime call's), External id (in some traces
+        # the operator that launched it) and duration: what puts device time on the shapes of
+        # the operators that launched it
+        self.device_corrs = array("q")
+        self.device_exts = array("q")
+        self.device_durs = array("d")
+        # per thread: runtime calls' starts, ends and correlation ids (-1 where none)
+        self.runtime: dict[tuple, tuple[array, array, array]] = {}
         self.runtime_us = 0.0
         self.categories: dict[str, int] = {}
         self.phases: dict[str, int] = {}
@@ -273,13 +302,16 @@ class Summariser:
             t.starts.append(ts)
             t.durs.append(dur)
             t.names.append(self._name_id(name, host=True))
-            t.shapes.append(self._shape_id(ev.get("args")))
+            args = ev.get("args")
+            t.shapes.append(self._shape_id(args))
+            t.exts.append(_external_id(args))
         elif cat in RUNTIME_CATEGORIES:
             r = self.runtime.get((pid, tid))
             if r is None:
-                r = self.runtime[(pid, tid)] = (array("d"), array("d"))
+                r = self.runtime[(pid, tid)] = (array("d"), array("d"), array("q"))
             r[0].append(ts)
             r[1].append(end)
+            r[2].append(_correlation(ev.get("args")))
             self.runtime_us += dur
         else:
             return  # python_function, gpu_user_annotation, Trace, ...: not in the op mix
@@ -305,6 +337,9 @@ class Summariser:
             }
         d["starts"].append(ts)
         d["ends"].append(end)
+        self.device_corrs.append(_correlation(args))
+        self.device_exts.append(_external_id(args))
+        self.device_durs.append(dur)
         sid = d["streams"].setdefault(str(stream), len(d["streams"]))
         d["stream_ids"].append(sid)
         layer = self.map.kernel_layer(name)
@@ -331,6 +366,49 @@ class Summariser:
         largest = max(abs(self.first_us), abs(self.last_us), 1.0)
         return max(FLOAT_NEST_EPSILON_US, 2 * math.ulp(largest))
 
+    def _device_us_by_key(self, link_exts: array, link_keys: array, mapped: dict,
+                          key_ids: dict[tuple, int]) -> dict[tuple, float] | None:  # fmt: skip
+        """Device microseconds per (layer, name id, shape id) of the outermost mapped operator
+        that launched them: a device event's correlation id names its runtime call, which lies
+        inside that operator on its thread; where none does, its External id names an operator
+        inside it. None where no device event links to an operator."""
+        import numpy as np
+
+        if not len(self.device_durs) or not key_ids:
+            return None
+        eps = self.nest_epsilon_us()
+        corr_ids, corr_keys = [], []
+        for thread, (r_s, r_e, r_c) in self.runtime.items():
+            m = mapped.get(thread)
+            if m is None or not len(m[0]):
+                continue
+            m_s, m_e = np.frombuffer(m[0]), np.frombuffer(m[1])
+            m_k = np.frombuffer(m[2], dtype=np.int64)
+            order = np.argsort(m_s, kind="stable")
+            m_s, m_e, m_k = m_s[order], m_e[order], m_k[order]
+            starts, ends = np.frombuffer(r_s), np.frombuffer(r_e)
+            at = np.searchsorted(m_s, starts + eps, side="right") - 1
+            inside = at >= 0
+            inside[inside] = ends[inside] <= m_e[at[inside]] + eps
+            corrs = np.frombuffer(r_c, dtype=np.int64)
+            inside &= corrs >= 0
+            corr_ids.append(corrs[inside])
+            corr_keys.append(m_k[at[inside]])
+        keys = np.full(len(self.device_durs), -1, dtype=np.int64)
+        if corr_ids:
+            _join(np.concatenate(corr_ids), np.concatenate(corr_keys),
+                  np.frombuffer(self.device_corrs, dtype=np.int64), keys)  # fmt: skip
+        if len(link_exts):
+            _join(np.frombuffer(link_exts, dtype=np.int64),
+                  np.frombuffer(link_keys, dtype=np.int64),
+                  np.frombuffer(self.device_exts, dtype=np.int64), keys)  # fmt: skip
+        hit = keys >= 0
+        if not hit.any():
+            return None
+        sums = np.bincount(keys[hit], weights=np.frombuffer(self.device_durs)[hit],
+                           minlength=len(key_ids))  # fmt: skip
+        return {key: float(sums[i]) for key, i in key_ids.items() if sums[i] > 0}
+
     def host_pass(self) -> dict:
         """Nest each thread's operators, attribute self time, collect shapes per layer."""
         import numpy as np
@@ -341,7 +419,15 @@ class Summariser:
         self_us = [0.0] * n_names
         layer_us: dict[str, float] = {}
         unmapped_us: dict[str, float] = {}
-        shape_stats: dict[tuple[str, int], list] = {}
+        shape_stats: dict[tuple[str, int, int], list] = {}
+        # the operators whose External id a device event carries: (External id, the key of the
+        # outermost mapped operator enclosing it), joined with the device events after the pass
+        launched = np.unique(np.frombuffer(self.device_exts, dtype=np.int64))
+        link_exts, link_keys = array("q"), array("q")
+        key_ids: dict[tuple, int] = {}
+        # per thread, the outermost mapped operators (disjoint: none encloses another) as
+        # starts, ends and key ids, for the runtime calls inside them
+        mapped: dict[tuple, tuple[array, array, array]] = {}
         unshaped_us: dict[str, float] = {}
         name_layer = self.name_layer
         host_busy = []
@@ -355,7 +441,12 @@ class Summariser:
             s_sorted, e_sorted, d_sorted = starts[order], ends[order], durs[order]
             del ends
             names, shapes = t.names, t.shapes
-            # stack entries: [end_us, name_id, child_us, layer, dur_us]
+            exts = t.exts
+            m_s, m_e, m_k = mapped[(pid, tid)] = (array("d"), array("d"), array("q"))
+            # one byte per operator: indexing bytes is cheap in the loop, a numpy bool is not
+            linked = (np.isin(np.frombuffer(exts, dtype=np.int64), launched).tobytes()
+                      if len(launched) else bytes(len(exts)))  # fmt: skip
+            # stack entries: [end_us, name_id, child_us, layer, dur_us, root key id]
             stack: list[list] = []
 
             def close(entry, layer_us=layer_us, unmapped_us=unmapped_us):
@@ -390,10 +481,11 @@ class Summariser:
                 nid = names[i]
                 count[nid] += 1
                 total_us[nid] += dur
+                root = -1
                 if stack:
                     parent = stack[-1]
                     parent[2] += dur
-                    layer = parent[3]
+                    layer, root = parent[3], parent[5]
                 else:
                     layer = None
                     roots_s.append(start)
@@ -402,16 +494,24 @@ class Summariser:
                     layer = name_layer[nid]
                     if layer is not None:
                         sid = shapes[i]
+                        key = (layer, nid, sid if sid >= 0 else -1)
+                        root = key_ids.setdefault(key, len(key_ids))
+                        m_s.append(start)
+                        m_e.append(end)
+                        m_k.append(root)
                         if sid >= 0:
-                            st = shape_stats.get((layer, sid))
+                            st = shape_stats.get(key)
                             if st is None:
-                                shape_stats[(layer, sid)] = [1, dur]
+                                shape_stats[key] = [1, dur]
                             else:
                                 st[0] += 1
                                 st[1] += dur
                         else:
                             unshaped_us[layer] = unshaped_us.get(layer, 0.0) + dur
-                stack.append([end, nid, 0.0, layer, dur])
+                if root >= 0 and linked[i]:
+                    link_exts.append(exts[i])
+                    link_keys.append(root)
+                stack.append([end, nid, 0.0, layer, dur, root])
             while stack:
                 close(stack.pop())
             host_busy.append(
@@ -431,10 +531,26 @@ class Summariser:
             "layer_us": layer_us,
             "unmapped_us": unmapped_us,
             "shape_stats": shape_stats,
+            "shape_device_us": self._device_us_by_key(link_exts, link_keys, mapped, key_ids),
             "unshaped_us": unshaped_us,
             "ops": ops,
             "host_busy": host_busy,
         }
+
+
+def _join(ids, keys, wanted, out) -> None:
+    """out[j] = the key of wanted[j] among (ids, keys), where out[j] is still -1 and wanted[j]
+    is found (ids need not be sorted; an id given twice keeps one of its keys)."""
+    import numpy as np
+
+    if not len(ids):
+        return
+    order = np.argsort(ids, kind="stable")
+    ids, keys = ids[order], keys[order]
+    at = np.searchsorted(ids, wanted)
+    ok = (out < 0) & (wanted >= 0) & (at < len(ids))
+    ok[ok] = ids[at[ok]] == wanted[ok]
+    out[ok] = keys[at[ok]]
 
 
 def _chunked(*arrays):

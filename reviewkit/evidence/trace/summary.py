@@ -166,22 +166,32 @@ def _device_summary(s: Summariser, host: dict, window: tuple[float, float]) -> d
 
 def _shapes_by_layer(s: Summariser, host: dict) -> dict:
     out: dict[str, dict] = {}
-    for (layer, sid), (n, dur_us) in host["shape_stats"].items():
+    device_us = host.get("shape_device_us")
+    for key, (n, dur_us) in host["shape_stats"].items():
+        layer, nid, sid = key
         dims, types = s.shape_list[sid]
         entry = out.setdefault(layer, {"shapes": [], "unshaped_time_s": 0.0})
-        entry["shapes"].append(
-            {
-                "dims": dims,
-                "types": types,
-                "numel": _numel(dims),
-                "count": n,
-                "time_s": dur_us * US,
-            }
-        )
+        shape = {
+            "op": s.name_list[nid],
+            "dims": dims,
+            "types": types,
+            "numel": _numel(dims),
+            "count": n,
+            "time_s": dur_us * US,
+        }
+        if device_us is not None:
+            shape["device_time_s"] = device_us.get(key, 0.0) * US
+        entry["shapes"].append(shape)
     for layer, us in host["unshaped_us"].items():
         out.setdefault(layer, {"shapes": [], "unshaped_time_s": 0.0})["unshaped_time_s"] = us * US
+    if device_us is not None:
+        for layer, entry in out.items():
+            entry["shaped_device_time_s"] = sum(x["device_time_s"] for x in entry["shapes"])
+            entry["unshaped_device_time_s"] = US * sum(
+                us for (lt, _, sid), us in device_us.items() if lt == layer and sid < 0)
     for entry in out.values():
-        entry["shapes"].sort(key=lambda x: -x["time_s"])
+        # the device's time first where kernels link to their operators: it is the op mix's
+        entry["shapes"].sort(key=lambda x: (-x.get("device_time_s", 0.0), -x["time_s"]))
         entry["distinct"] = len(entry["shapes"])
         entry["shaped_time_s"] = sum(x["time_s"] for x in entry["shapes"])
         listed = entry["shapes"][:MAX_SHAPES_LISTED]
@@ -193,6 +203,8 @@ def _shapes_by_layer(s: Summariser, host: dict) -> dict:
             "numel_min": min((x["numel"] for x in rest if x["numel"]), default=None),
             "numel_max": max((x["numel"] for x in rest if x["numel"]), default=None),
         }
+        if device_us is not None:
+            entry["other_shapes"]["device_time_s"] = sum(x["device_time_s"] for x in rest)
     return dict(sorted(out.items()))
 
 

@@ -197,6 +197,9 @@ def test_profiled_mlp_layer_types_and_shapes(profiled):
     assert {s["numel"] for s in gemm["shapes"]} == {4 * 16, 4 * 32}
     assert gemm["shaped_time_s"] * 1e6 == pytest.approx(expect_us["gemm"], abs=tol)
     assert summary["shapes"]["softmax"]["shapes"][0]["dims"][0] == [4, 8]
+    # each shape names its op: the outermost mapped operator called with those dims
+    assert {s["op"] for s in gemm["shapes"]} == {"aten::linear"}
+    assert "device_time_s" not in gemm["shapes"][0]  # a CPU profile: no device events
 
 
 def test_profiled_conv_net_names_its_unmapped_remainder(profiled):
@@ -987,3 +990,31 @@ def test_non_complete_events_are_counted_not_summarised(tmp_path):
     }
     assert summary["window_s"] == pytest.approx(30e-6)  # only the work, not the labels
     assert summary["record_shapes"] is False
+
+
+def test_device_time_lands_on_the_shape_of_the_operator_that_launched_it(tmp_path):
+    # aten::linear (100 us) encloses aten::addmm, which calls cudaLaunchKernel (correlation 7);
+    # the GEMM kernel of correlation 7 runs 40 us on the device. aten::layer_norm's kernel
+    # carries no correlation but the External id (21) of the op inside it: linked that way.
+    # A kernel of correlation 9, whose runtime call lies outside any mapped op, links nowhere.
+    events = [
+        mk("aten::linear", 0, 100, **{"Input Dims": [[8, 16], [32, 16]],
+                                      "Input type": ["float", "float"], "External id": 10}),
+        mk("aten::addmm", 10, 80, **{"External id": 11}),
+        mk("cudaLaunchKernel", 20, 5, cat="cuda_runtime", correlation=7),
+        mk("aten::layer_norm", 200, 50, **{"Input Dims": [[8, 32]], "Input type": ["float"],
+                                           "External id": 20}),
+        mk("aten::native_layer_norm", 205, 40, **{"External id": 21}),
+        mk("cudaLaunchKernel", 400, 5, cat="cuda_runtime", correlation=9),
+        {**kern("sm90_gemm", 30, 40), "args": {"device": 0, "stream": 7, "correlation": 7}},
+        {**kern("layer_norm_kernel", 220, 12), "args": {"device": 0, "stream": 7,
+                                                        "External id": 21}},
+        {**kern("other", 420, 3), "args": {"device": 0, "stream": 7, "correlation": 9}},
+    ]  # fmt: skip
+    summary = one(write_trace(tmp_path / "t.json", events))
+    (gemm,) = summary["shapes"]["gemm"]["shapes"]
+    assert gemm["op"] == "aten::linear" and gemm["dims"] == [[8, 16], [32, 16]]
+    assert gemm["device_time_s"] == pytest.approx(40e-6) and gemm["time_s"] == pytest.approx(100e-6)
+    (norm,) = summary["shapes"]["norm"]["shapes"]
+    assert norm["op"] == "aten::layer_norm" and norm["device_time_s"] == pytest.approx(12e-6)
+    assert summary["shapes"]["gemm"]["shaped_device_time_s"] == pytest.approx(40e-6)
