@@ -251,6 +251,7 @@ OTHER_DOCUMENTS = {
     "reviewkit.cli.console": "a sweep document's workloads; a trace summary's layer types",
     "reviewkit.cli.evidence": "a sweep document's workloads",
     "reviewkit.cli.trace_diff_view": "a trace diff's layer types",
+    "reviewkit.cli.slice_view": "a production slice's workloads",
 }
 
 

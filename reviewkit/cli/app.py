@@ -54,6 +54,7 @@ trace_app = typer.Typer(no_args_is_help=True, help="Bring production profiler tr
 app.add_typer(trace_app, name="trace")
 trace_app.command("import")(evidence.trace_import)
 trace_app.command("diff")(evidence.trace_diff)
+trace_app.command("slice")(evidence.trace_slice)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -253,3 +253,47 @@ def trace_diff(
     print_trace_diff(doc, console)
     if out is not None:
         console.print(f"wrote {out}", highlight=False, soft_wrap=True, markup=False)
+
+
+@user_errors
+def trace_slice(
+    summaries: list[Path] = typer.Argument(
+        ..., help="trace_summary.json files (`reviewkit trace import`), recorded with shapes"
+    ),
+    out: Path = typer.Option(..., "--out", help="the slice file (JSON) to write"),
+    cover: float = typer.Option(
+        0.9, help="stop once the slice covers this share of the time it can reproduce"
+    ),
+    max_workloads: int = typer.Option(64, help="at most this many workloads"),
+    as_json: bool = typer.Option(False, "--json", help="print the slice as JSON"),
+) -> None:
+    """Derive a production slice: production's own op shapes as workloads to measure
+    (`reviewkit run --slice FILE`), by production time, and what is left out by reason."""
+    import time
+
+    from reviewkit.bundle.run import write_json_atomic
+    from reviewkit.cli.shared import emit_json
+    from reviewkit.evidence.trace.diff import load_summary
+    from reviewkit.suite.production_slice import derive
+
+    if out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; pass a file to write the slice to")
+    docs = [(str(p), load_summary(p)) for p in summaries]
+    doc = derive(docs, cover, max_workloads)
+    doc["created_unix_s"] = round(time.time(), 3)
+    if not doc["workloads"]:
+        reasons = "; ".join(f"{r['reason']} ({r['share_of_mapped']:.0%})"
+                            for r in doc["not_reproduced"][:3])  # fmt: skip
+        raise UsageError(f"no op of {', '.join(map(str, summaries))} can be reproduced by the "
+                         f"suite's kernels: {reasons or 'no mapped time'}")  # fmt: skip
+    write_json_atomic(out, doc)
+    if as_json:
+        emit_json(doc)
+        return
+    from reviewkit.cli.console import stdout_console
+    from reviewkit.cli.slice_view import print_slice
+
+    console = stdout_console()
+    print_slice(doc, console)
+    console.print(f"wrote {out}; measure it with `reviewkit run --slice {out}`",
+                  highlight=False, soft_wrap=True, markup=False)  # fmt: skip

@@ -43,8 +43,14 @@ def run(
         DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full | serving (accelerators)"
     ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
-    dtype: str = typer.Option(",".join(suite.DTYPES), help="comma-separated: fp32,bf16,fp16"),
+    dtype: str | None = typer.Option(
+        None, help="comma-separated: fp32,bf16,fp16 (default: all three; a slice's own)"
+    ),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
+    slice_file: Path | None = typer.Option(
+        None, "--slice", help="measure a production slice (`reviewkit trace slice --out`) "
+        "instead of the profile's workloads, at the profile's sampling policy",
+    ),
     threads: int | None = typer.Option(None, help="torch intra-op threads (default: torch's)"),
     knob: str = typer.Option(
         "", "--knob", help=f"the mapping, held for the whole run, ceilings included; {KNOBS_HELP}"
@@ -98,12 +104,19 @@ def run(
         raise UsageError("--knob with --distributed: a distributed run measures at torch's "
                          "settings; set threads with --threads, or measure the knob in one "
                          "process")  # fmt: skip
+    if slice_file is not None and (distributed or nproc is not None):
+        raise UsageError("--slice with --distributed: a slice is measured in one process")
+    if slice_file is not None and not slice_file.is_file():
+        raise UsageError(f"--slice {slice_file}: no such file; derive one with "
+                         "`reviewkit trace slice SUMMARY --out FILE`")  # fmt: skip
+    dtypes = (parse_dtypes(dtype) if dtype else
+              _slice_dtypes(slice_file) if slice_file else suite.DTYPES)  # fmt: skip
     request = measure.RunRequest(
-        profile, device, parse_dtypes(dtype), only, threads, rounds=rounds, round_seed=seed,
+        profile, device, dtypes, only, threads, rounds=rounds, round_seed=seed,
         device_profile=str(device_profile) if device_profile else None, recalibrate=recalibrate,
-        settings=settings, yes=yes,
+        settings=settings, yes=yes, slice_path=str(slice_file) if slice_file else None,
     )  # fmt: skip
-    out_dir = out or default_out(profile, device)
+    out_dir = out or default_out("slice" if slice_file else profile, device)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
     if distributed or nproc is not None or backend is not None:
@@ -120,6 +133,14 @@ def run(
     _analyse_write_print(doc, out_dir, as_json)
     if not doc["complete"]:
         raise typer.Exit(130)
+
+
+def _slice_dtypes(path: Path) -> tuple[str, ...]:
+    """The dtypes a slice's workloads run in, in the suite's order."""
+    from reviewkit.suite.production_slice import load_slice
+
+    found = {w.dtype for w in load_slice(path).specs}
+    return tuple(d for d in suite.DTYPES if d in found)
 
 
 def _analyse_write_print(doc: dict, out_dir: Path, as_json: bool) -> Path:

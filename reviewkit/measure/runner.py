@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,7 +45,7 @@ from reviewkit.measure.device_time import measure_device_times
 from reviewkit.measure.energy_loop import measure_energy_loops
 from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import SamplingPolicy, collect_samples
-from reviewkit.suite import kernels, serving
+from reviewkit.suite import kernels, production_slice, serving
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
@@ -120,12 +121,13 @@ def failure_status(exc: BaseException) -> str:
 
 def reproduce_command(
     spec: WorkloadSpec, profile: str, device: torch.device, threads: int,
-    settings: dict | None = None,
+    settings: dict | None = None, slice_path: str | None = None,
 ) -> str:
     knob_args = ",".join(f"{k}={_spelled(v)}" for k, v in (settings or {}).items()
                          if k not in ("threads", "dtype"))  # fmt: skip
+    source = f"--slice {shlex.quote(slice_path)} " if slice_path else ""
     return (
-        f"reviewkit run --profile {profile} --device {device} --dtype {spec.dtype} "
+        f"reviewkit run {source}--profile {profile} --device {device} --dtype {spec.dtype} "
         f"--threads {threads} --only '{spec.id}'" + (f" --knob '{knob_args}'" if knob_args else "")
     )
 
@@ -421,9 +423,14 @@ class RunRequest:
     settings: dict = field(default_factory=dict)
     # Measure even when the projected duration passes the profile's confirm_above_s (--yes).
     yes: bool = False
+    # A production slice file (`run --slice`): its workloads instead of the profile's, measured
+    # at the profile's sampling policy; dtypes None there: the slice's own.
+    slice_path: str | None = None
 
 
 def plan(request: RunRequest) -> list[WorkloadSpec]:
+    if request.slice_path:
+        return production_slice.plan_slice(Path(request.slice_path), request.dtypes, request.only)
     return suite.plan_specs(request.profile, request.dtypes, request.only)
 
 
@@ -448,6 +455,7 @@ def new_run_doc(
         "profile": request.profile,
         "only": request.only,
         "suite": suite.suite_identity().to_json(),
+        "slice": production_slice.identity_of(request.slice_path),
         "environment": {
             **environment.host_facts(),
             **torch_build(),
@@ -506,7 +514,8 @@ def run(
         doc["knobs"] = mapping.knobs(doc["knobs"])
         threads = torch.get_num_threads()
         doc["workloads"] = [
-            base_record(s, reproduce_command(s, request.profile, device, threads, mapping.settings),
+            base_record(s, reproduce_command(s, request.profile, device, threads, mapping.settings,
+                                             request.slice_path),
                         mapping.not_applicable(s, device))
             for s in specs
         ]  # fmt: skip

@@ -1,0 +1,64 @@
+"""A production slice as a user makes one: profile, import, slice; `run --slice` measures it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def reviewkit(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "reviewkit", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
+    # a two-layer MLP profiled with record_shapes: its two nn.Linear calls at (32 x 64) x
+    # (256 x 64) and (32 x 256) x (64 x 256), a GELU and a softmax over [32, 64]
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(),
+                                torch.nn.Linear(256, 64), torch.nn.Softmax(dim=-1))  # fmt: skip
+    x = torch.randn(32, 64)
+    with torch.no_grad(), torch.profiler.profile(record_shapes=True) as prof:
+        for _ in range(20):
+            model(x)
+    trace = tmp_path / "mlp.json"
+    prof.export_chrome_trace(str(trace))
+    assert reviewkit("trace", "import", trace, "--out", tmp_path / "sum").returncode == 0
+    r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--cover", "1",
+                  "--out", tmp_path / "slice.json", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    ids = {w["id"] for w in doc["workloads"]}
+    assert {"gemm.slice-aten-linear.32x64_256x64.fp32",
+            "gemm.slice-aten-linear.32x256_64x256.fp32"} <= ids  # fmt: skip
+    # cover 1: every reproducible op is in it, 20 calls each
+    assert doc["coverage"]["share_of_reproducible"] == pytest.approx(1.0)
+    assert all(w["production"]["count"] == 20 for w in doc["workloads"])
+
+    out = tmp_path / "run"
+    r = reviewkit("run", "--slice", tmp_path / "slice.json", "--profile", "smoke",
+                  "--only", "gemm.*", "--out", out, "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["slice"]["hash"] == doc["hash"]
+    measured = {w["id"]: w for w in run["workloads"]}
+    assert set(measured) == {i for i in ids if i.startswith("gemm.")}
+    w = measured["gemm.slice-aten-linear.32x64_256x64.fp32"]
+    assert w["status"] == "ok" and w["flops"] == 2 * 32 * 64 * 256  # 2mkn, by hand
+    assert "--slice" in w["reproduce"] and str(tmp_path / "slice.json") in w["reproduce"]
+
+
+def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):
+    with torch.profiler.profile() as prof:  # record_shapes off: no Input Dims
+        torch.nn.functional.linear(torch.randn(8, 8), torch.randn(8, 8))
+    trace = tmp_path / "t.json"
+    prof.export_chrome_trace(str(trace))
+    assert reviewkit("trace", "import", trace, "--out", tmp_path / "sum").returncode == 0
+    r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--out",
+                  tmp_path / "s.json")  # fmt: skip
+    assert r.returncode == 2 and "record_shapes=True" in r.stderr
+    assert not (tmp_path / "s.json").exists()
