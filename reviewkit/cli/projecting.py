@@ -19,25 +19,57 @@ if TYPE_CHECKING:
     from reviewkit.analysis.analysed import AnalysedRun
     from reviewkit.analysis.project import Projected, Projection, TargetDevice, TargetWorkload
 
-# What `--help` and the JSON say is not built yet (issue 34 item 2 names them).
-NOT_BUILT = "--trace-summary (a trace summary's production op mix) is not built yet"
+# A trace summary's target is every shape the suite's kernels reproduce, not a slice's first
+# 90%: a projection of production's op mix leaves out only what it cannot price.
+TRACE_COVER, TRACE_MAX_WORKLOADS = 1.0, 100_000
 DEFAULT_MODEL_DTYPE = "bf16"  # what serving stacks run a decoder in
 DEFAULT_BATCH = 1  # one request
 DEFAULT_CONTEXT = 2048  # a prompt of 2k tokens, the shortest suite/serving.py prefills
 DASH = "\u2013"  # the en dash between an interval's ends
 
 
+def _trace_targets(summaries: list[Path]) -> tuple[list[TargetWorkload], dict]:
+    """Production's op mix as targets: every shape of the summaries the suite's kernels
+    reproduce, run as many times as production ran it; the rest named by reason."""
+    from reviewkit.analysis.efficiency_fit import variant_of
+    from reviewkit.analysis.project import TargetWorkload
+    from reviewkit.evidence.trace.diff import load_summary
+    from reviewkit.suite.production_slice import derive
+
+    doc = derive([(str(p), load_summary(p)) for p in summaries], TRACE_COVER,
+                 TRACE_MAX_WORKLOADS)  # fmt: skip
+    rows = [TargetWorkload(w["id"], w["layer_type"], w["dtype"],
+                           w["matmul_flops"] + w["other_flops"], w["bytes"],
+                           variant_of(w["kernel"], w["params"]), w["production"]["count"])
+            for w in doc["workloads"]]  # fmt: skip
+    if not rows:
+        raise UsageError(f"--trace-summary: no op of {', '.join(map(str, summaries))} can be "
+                         "reproduced by the suite's kernels, so none can be projected")  # fmt: skip
+    return rows, {"kind": "trace_summary", "summaries": [str(p) for p in summaries],
+                  "time_basis": doc["time_basis"], "coverage": doc["coverage"],
+                  "production_time_s": {w["id"]: w["production"]["time_s"]
+                                        for w in doc["workloads"]},
+                  "not_projected": doc["not_reproduced"]}  # fmt: skip
+
+
 def _targets(
     profile: str | None, only: str | None, dtype: str | None, model: str | None,
     batch: int | None, context: int | None, measured_dtypes: list[str],
+    trace_summary: list[Path] | None = None,
 ) -> tuple[list[TargetWorkload], dict]:  # fmt: skip
     from reviewkit.analysis.efficiency_fit import variant_of
     from reviewkit.analysis.project import TargetWorkload
     from reviewkit.suite import workloads as suite
 
-    if (profile is None) == (model is None):
-        raise UsageError("pass one target: --profile P (suite workloads) or --model NAME|"
-                         "config.json (a decoder's prefill and decode)")  # fmt: skip
+    if sum(x is not None for x in (profile, model, trace_summary or None)) != 1:
+        raise UsageError("pass one target: --profile P (suite workloads), --model NAME|"
+                         "config.json (a decoder's prefill and decode) or --trace-summary "
+                         "FILE (production's op mix)")  # fmt: skip
+    if trace_summary:
+        if only is not None or dtype is not None or batch is not None or context is not None:
+            raise UsageError("--only, --dtype, --batch and --context do not apply to "
+                             "--trace-summary: its shapes and dtypes are production's own")
+        return _trace_targets(trace_summary)
     if profile is not None and (batch is not None or context is not None):
         raise UsageError("--batch and --context shape a --model target; a --profile's "
                          "workloads have their own shapes (narrow them with --only)")  # fmt: skip
@@ -99,7 +131,7 @@ def platform_devices(names: str, analysed: list[tuple[str, AnalysedRun]]) -> lis
 def build_projection(
     runs: list[Path], profile: str | None, only: str | None, dtype: str | None,
     model: str | None, batch: int | None, context: int | None, device_profile: Path | None,
-    platform: str | None = None,
+    platform: str | None = None, trace_summary: list[Path] | None = None,
 ) -> Projection:  # fmt: skip
     from reviewkit.analysis.efficiency_fit import points_of
     from reviewkit.analysis.project import (
@@ -128,7 +160,8 @@ def build_projection(
         raise UsageError(f"no measured workload with a ceiling in {', '.join(map(str, runs))}: "
                          "nothing to fit; pass runs recorded by `reviewkit run`")  # fmt: skip
     measured_dtypes = sorted({p.dtype for p in points})
-    targets, target = _targets(profile, only, dtype, model, batch, context, measured_dtypes)
+    targets, target = _targets(profile, only, dtype, model, batch, context, measured_dtypes,
+                               trace_summary)  # fmt: skip
     if platform and device_profile:
         raise UsageError("--platform and --device-profile both name the target device; pass one")
     if platform:
@@ -139,8 +172,7 @@ def build_projection(
         chosen = list(devices.values())
     noise = run_noise_sd(run for _, run in analysed)
     rows = project(targets, chosen, points, noise)
-    return Projection(tuple(sources), {**target, "not_built": NOT_BUILT}, tuple(chosen), noise,
-                      rows)  # fmt: skip
+    return Projection(tuple(sources), target, tuple(chosen), noise, rows)
 
 
 def _interval(r: Projected) -> str:
@@ -153,6 +185,18 @@ def print_projection(p: Projection, console: Console) -> None:
     from reviewkit.analysis.project import totals
 
     model = p.target.get("kind") == "model"
+    counted = model or p.target.get("kind") == "trace_summary"
+    if p.target.get("kind") == "trace_summary":
+        c = p.target["coverage"]
+        shapes = len(p.target["production_time_s"])
+        console.print(
+            f"production's op mix ({p.target['time_basis']} time): the {shapes} shapes the "
+            f"suite's kernels reproduce, {pct(c['reproducible_share_of_production'])} of "
+            f"{time_text(c['production_time_s'])}, each x its production count; the rest is "
+            "not projected:", highlight=False, markup=False)  # fmt: skip
+        for r in p.target["not_projected"]:
+            console.print(f"  {pct(r['share_of_production'])} {r['reason']}", highlight=False,
+                          markup=False)  # fmt: skip
     for dev in p.devices:
         rows = [r for r in p.workloads
                 if (r.device, r.device_fingerprint) == (dev.name, dev.fingerprint)]  # fmt: skip
@@ -161,7 +205,8 @@ def print_projection(p: Projection, console: Console) -> None:
         t = DataTable(title="Per workload (80% interval)", title_justify="left")
         cols = [
             "workload",
-            *(["phase", "count"] if model else []),
+            *(["phase"] if model else []),
+            *(["count"] if counted else []),
             "layer type",
             "roof",
             "share of roof",
@@ -178,7 +223,8 @@ def print_projection(p: Projection, console: Console) -> None:
                          overflow="fold" if col == "workload" else "ellipsis")  # fmt: skip
         for r in rows:
             t.add_row(
-                r.id, *([r.phase, str(r.count)] if model else []), r.layer_type,
+                r.id, *([r.phase] if model else []), *([str(r.count)] if counted else []),
+                r.layer_type,
                 time_text(r.roof_s), pct(r.share), time_text(r.overhead_s),
                 time_text(r.projected_s), _interval(r),
                 r.label if r.projected_s is not None else f"{r.label}: {r.reason}",
@@ -186,7 +232,9 @@ def print_projection(p: Projection, console: Console) -> None:
             )  # fmt: skip
         console.print(t)
         lt = DataTable(title="Per layer type (count x time summed)", title_justify="left")
-        for col in ("phase", "layer type", "workloads", "projected", "80% interval",
+        recorded = p.target.get("production_time_s")  # a trace's: what production took
+        extra = ["production (its device)"] if recorded else []
+        for col in ("phase", "layer type", "workloads", "projected", "80% interval", *extra,
                     "not available"):  # fmt: skip
             lt.add_column(col, justify="left" if col in ("phase", "layer type") else "right")
         groups = [*totals(rows, by_layer=True), *(totals(rows, by_layer=False) if model else [])]
@@ -194,13 +242,15 @@ def print_projection(p: Projection, console: Console) -> None:
             span = (
                 MISSING if g.low_s is None else f"{time_text(g.low_s)} {DASH} {time_text(g.high_s)}"
             )
+            took = [] if not recorded else [time_text(sum(
+                recorded[r.id] for r in rows
+                if r.layer_type == g.layer_type and r.projected_s is not None))]  # fmt: skip
             lt.add_row(g.phase or MISSING, g.layer_type or "(whole pass)", str(g.workloads),
-                       time_text(g.projected_s), span, str(g.not_available))  # fmt: skip
+                       time_text(g.projected_s), span, *took, str(g.not_available))  # fmt: skip
         console.print(lt)
     pooled = sorted({r.reason for r in p.workloads if r.reason and r.projected_s is not None})
     for note in pooled:
         console.print(f"  note: {note}", highlight=False, markup=False)
-    console.print(f"  [dim]{NOT_BUILT}[/]", highlight=False)
 
 
 @user_errors
@@ -241,15 +291,20 @@ def project_cmd(
         "h100-sxm,mi300x: `reviewkit platforms` lists them); a --from run measured on one "
         "lends it its measured ceilings",
     ),
+    trace_summary: list[Path] = typer.Option(
+        [], "--trace-summary",
+        help="target: production's op mix, every shape of this trace summary (`reviewkit trace "
+        "import`, with shapes) the suite's kernels reproduce, x its count (repeatable)",
+    ),
     out: Path | None = typer.Option(None, help="also write the JSON document here (atomic)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON document on stdout"),
 ) -> None:
-    """Project suite workloads or a model's layers onto a device from measured efficiency: each
-    layer type's share of roof fitted against arithmetic intensity, size and dtype, measured
-    overhead kept apart, an 80% interval that widens away from the measured shapes, and a label
-    (measured on that device, or borrowed from another). --trace-summary is not built yet."""
+    """Project suite workloads, a model's layers or production's op mix onto a device from
+    measured efficiency: each layer type's share of roof fitted against arithmetic intensity,
+    size and dtype, measured overhead kept apart, an 80% interval that widens away from the
+    measured shapes, and a label (measured on that device, or borrowed from another)."""
     projection = build_projection(from_, profile, only, dtype, model, batch, context,
-                                  device_profile, platform)  # fmt: skip
+                                  device_profile, platform, trace_summary or None)  # fmt: skip
     doc = projection.to_json()
     if out is not None:
         from reviewkit.bundle.run import write_json_atomic

@@ -237,3 +237,18 @@ def test_a_large_add_on_its_own_device_projects_at_main_memory_and_elsewhere_at_
     b = project_one(add, other, points, noise_sd=0.0)
     # borrowed: another device's cache rate says nothing of this one's memory; s stays 0.9
     assert b.label.startswith("borrowed") and b.share == pytest.approx(0.9)
+
+
+def test_a_tiny_call_without_measured_overhead_is_floored_at_the_fastest_measured_call():
+    # GEMMs of 128..2048 at s = 0.5 and no overhead measured: the fastest call is n = 128,
+    # t = 2 x 128^3 / 1e12 / 0.5 = 8.389 us. A 16^3 GEMM on the same device would be
+    # 2 x 16^3 / 1e12 / 0.5 = 16.4 ns at its share: under every measured call, with no launch
+    # cost known to add, so it is taken at 8.389 us, and its overhead label says so
+    run = gemm_run(overhead_s=None, sizes=(128, 256, 512, 1024, 2048))
+    r = project_one(target(16), device_of_run(run, "runs/a"), fit.points_of(run), noise_sd=0.0)
+    assert r.label == MEASURED
+    assert r.projected_s == pytest.approx(2 * 128**3 / PEAK / 0.5)
+    assert r.high_s >= r.projected_s and "floored at the fastest call" in r.overhead_label
+    # a target above the fastest call is its share of roof as before: 768^3, 2 x 905.97 us
+    big = project_one(target(768), device_of_run(run, "runs/a"), fit.points_of(run), 0.0)
+    assert big.projected_s == pytest.approx(2 * 905.969664e-6)

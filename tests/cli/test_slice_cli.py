@@ -51,6 +51,22 @@ def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
     assert w["status"] == "ok" and w["flops"] == 2 * 32 * 64 * 256  # 2mkn, by hand
     assert "--slice" in w["reproduce"] and str(tmp_path / "slice.json") in w["reproduce"]
 
+    # production's op mix projected onto the device the run measured: each GEMM shape at its
+    # own measured point (distance 0), x its 20 production calls; the GELU and softmax shapes
+    # have no measured point of their layer type in this run: not available, said why
+    r = reviewkit("project", "--from", out, "--trace-summary",
+                  tmp_path / "sum" / "trace_summary.json", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    proj = json.loads(r.stdout)
+    assert proj["target"]["kind"] == "trace_summary"
+    rows = {p["id"]: p for p in proj["workloads"]}
+    assert set(rows) == ids
+    for wid, m in measured.items():
+        t = (m["stats"] or {}).get("p50_s") or sorted(m["samples_s"])[len(m["samples_s"]) // 2]
+        assert rows[wid]["count"] == 20 and rows[wid]["label"] == "measured"
+        assert rows[wid]["projected_s"] == pytest.approx(t, rel=0.25)
+    assert all(rows[i]["label"] == "not available" for i in ids - set(measured))
+
 
 def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):
     with torch.profiler.profile() as prof:  # record_shapes off: no Input Dims
