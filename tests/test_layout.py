@@ -252,6 +252,7 @@ OTHER_DOCUMENTS = {
     "reviewkit.cli.evidence": "a sweep document's workloads",
     "reviewkit.cli.trace_diff_view": "a trace diff's layer types",
     "reviewkit.cli.slice_view": "a production slice's workloads",
+    "reviewkit.cli.projecting": "a production slice's workloads (project --trace-summary)",
 }
 
 

@@ -230,8 +230,14 @@ def ab(
         DEFAULT_SUITE_PROFILE, help="suite profile: smoke | quick | full | serving (accelerators)"
     ),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | mps | xpu"),
-    dtype: str = typer.Option("fp32", help="dtype(s) of a side that does not set dtype"),
+    dtype: str | None = typer.Option(
+        None, help="dtype(s) of a side that does not set dtype (default fp32; a slice's own)"
+    ),
     only: str | None = typer.Option(None, help="glob(s) over workload ids, comma-separated"),
+    slice_file: Path | None = typer.Option(
+        None, "--slice", help="measure a production slice (`reviewkit trace slice --out`): "
+        "production's own shapes, each side in its dtype",
+    ),
     rounds: int | None = typer.Option(None, help="rounds (default: smoke 2, quick 10, full 10)"),
     seed: int = typer.Option(0, help="seed of the rounds' workload orders"),
     device_profile: Path | None = DEVICE_PROFILE_OPTION,
@@ -257,11 +263,17 @@ def ab(
         raise UsageError(f"--rounds {rounds}: expected an integer from 1 to {MAX_ROUNDS}")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder; pick another path")
+    if slice_file is not None and not slice_file.is_file():
+        raise UsageError(f"--slice {slice_file}: no such file; derive one with "
+                         "`reviewkit trace slice SUMMARY --out FILE`")  # fmt: skip
+    dtypes = (parse_dtypes(dtype) if dtype else
+              _slice_dtypes(slice_file) if slice_file else ("fp32",))  # fmt: skip
     request = ab_mod.AbRequest(
         ab_mod.parse_settings(baseline, "--baseline"),
         ab_mod.parse_settings(candidate, "--candidate"),
-        profile, device, parse_dtypes(dtype), only, rounds, seed,
+        profile, device, dtypes, only, rounds, seed,
         str(device_profile) if device_profile else None, recalibrate,
+        str(slice_file) if slice_file else None,
     )  # fmt: skip
     if request.baseline == request.candidate:
         stderr.print(

@@ -34,6 +34,7 @@ from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
 from reviewkit.measure.mapping import KnobMapping
 from reviewkit.measure.timing import collect_alternating
+from reviewkit.suite import production_slice
 from reviewkit.suite import workloads as suite
 from reviewkit.suite.profiles import DEFAULT_SUITE_PROFILE, suite_profile
 from reviewkit.suite.workloads import WorkloadSpec
@@ -70,6 +71,7 @@ class AbRequest:
     round_seed: int = rounds_mod.ROUND_SEED
     device_profile: str | None = None
     recalibrate: bool = False
+    slice_path: str | None = None  # a production slice's workloads instead of the profile's
 
 
 def ab_policy(profile: str):
@@ -84,7 +86,9 @@ def _sides(request: AbRequest) -> tuple[Side, Side]:
     sides = []
     for label, settings in ((BASELINE, request.baseline), (CANDIDATE, request.candidate)):
         dtypes = (str(settings["dtype"]),) if "dtype" in settings else request.dtypes
-        specs = suite.plan_specs(request.profile, dtypes, request.only)
+        specs = (production_slice.plan_slice(Path(request.slice_path), dtypes, request.only)
+                 if request.slice_path else suite.plan_specs(request.profile, dtypes,
+                                                             request.only))  # fmt: skip
         sides.append(Side(settings=dict(settings), dtypes=dtypes, label=label, specs=specs))
     base, cand = sides
     if base.dtypes != cand.dtypes and (len(base.dtypes) != 1 or len(cand.dtypes) != 1):
@@ -150,7 +154,8 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
     """Both sides' documents: ceilings, the interleaved rounds, each side's floors and t_device
     (each side on its own, not paired), and a compiling side's compile costs last."""
     for side in (base, cand):
-        run_request = runner.RunRequest(request.profile, request.device, side.dtypes, request.only)
+        run_request = runner.RunRequest(request.profile, request.device, side.dtypes, request.only,
+                                        slice_path=request.slice_path)  # fmt: skip
         doc = runner.new_run_doc(
             run_request, device, energy, sensors.POWERCAP, policy, plan, started
         )
@@ -159,7 +164,8 @@ def _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energ
         threads = doc["knobs"]["threads"]
         doc["workloads"] = [
             runner.base_record(
-                s, runner.reproduce_command(s, request.profile, device, threads, side.settings),
+                s, runner.reproduce_command(s, request.profile, device, threads, side.settings,
+                                            request.slice_path),
                 side.not_applicable(s, device),
             )
             for s in side.specs

@@ -230,6 +230,8 @@ def _fail(path: str, key: str, expected: str) -> InputError:
 @dataclass
 class _Found:
     spec: WorkloadSpec
+    dims: list  # as the trace recorded them, so the shape can be re-made in another dtype
+    types: list
     count: int = 0
     time_s: float = 0.0
 
@@ -289,7 +291,8 @@ def derive(summaries: Sequence[tuple[str, dict]], cover: float = DEFAULT_COVER,
                     if r.spec is None:
                         leave(r.reason, r.detail, time_s)
                         continue
-                    f = found.setdefault(r.spec.id, _Found(r.spec))
+                    f = found.setdefault(r.spec.id, _Found(r.spec, shape.get("dims") or [],
+                                                            list(shape.get("types") or [])))
                     f.count += int(shape.get("count") or 0)
                     f.time_s += time_s
                 unshaped = _number(entry.get("unshaped_device_time_s" if device_basis
@@ -326,7 +329,9 @@ def derive(summaries: Sequence[tuple[str, dict]], cover: float = DEFAULT_COVER,
 
     workloads = [{**f.spec.definition(),
                   "production": {"count": f.count, "time_s": f.time_s,
-                                 "share_of_production": share(f.time_s)}}
+                                 "share_of_production": share(f.time_s), "op": f.spec.params["op"],
+                                 "layer_type": f.spec.layer_type, "dims": f.dims,
+                                 "types": f.types}}
                  for f in chosen]  # fmt: skip
     not_reproduced = [
         {"reason": reason, "time_s": sum(ex.values()),
@@ -360,6 +365,21 @@ class SliceSet:
     path: Path
     specs: tuple[WorkloadSpec, ...]
     identity: dict  # hash, time basis, sources, source devices, coverage
+    production: tuple[dict, ...] = ()  # each workload's production record: op, dims, types
+
+    def in_dtype(self, i: int, dtype: str) -> WorkloadSpec | None:
+        """Workload i re-made at its recorded shapes in another dtype (a lower-precision
+        rollout measured on production's shapes); None where that cannot be done."""
+        spec = self.specs[i]
+        if spec.dtype == dtype:
+            return spec
+        prod = self.production[i] if i < len(self.production) else {}
+        if not prod.get("dims") or not prod.get("op"):
+            return None
+        torch_name = next(k for k, v in TORCH_TYPES.items() if v == dtype)
+        types = [torch_name if t in TORCH_TYPES else t for t in prod.get("types") or []]
+        return reproduce(prod["op"], prod.get("layer_type", spec.layer_type), prod["dims"],
+                         types).spec  # fmt: skip
 
 
 def load_slice(path: Path) -> SliceSet:
@@ -385,7 +405,7 @@ def load_slice(path: Path) -> SliceSet:
     rows = doc.get("workloads")
     if not isinstance(rows, list) or not rows:
         raise fail("workloads", "a non-empty list")
-    specs = []
+    specs, production = [], []
     for i, w in enumerate(rows):
         try:
             inputs = tuple(TensorSpec(tuple(int(x) for x in t["shape"]), str(t["dtype"]))
@@ -404,12 +424,14 @@ def load_slice(path: Path) -> SliceSet:
         if spec.kernel not in SLICE_KERNELS:
             raise fail(f"workloads[{i}].kernel", f"one of {', '.join(SLICE_KERNELS)}")
         specs.append(spec)
+        production.append(w.get("production") if isinstance(w.get("production"), dict) else {})
     if sha256_json(rows)[:16] != doc.get("hash"):
         raise fail("hash", "the hash of its workloads (the file was edited after it was "
                    "derived)")  # fmt: skip
     identity = {k: doc.get(k) for k in ("hash", "time_basis", "sources", "source_devices",
                                         "coverage")}  # fmt: skip
-    return SliceSet(Path(path), tuple(specs), {"path": str(path), **identity})
+    return SliceSet(Path(path), tuple(specs), {"path": str(path), **identity},
+                    tuple(production))
 
 
 # The kernels a slice's workloads run (suite/kernels.py builds each).
@@ -418,18 +440,22 @@ SLICE_KERNELS = ("linear", "bmm", "sdpa", "layer_norm", "rms_norm", "softmax", "
 
 
 def plan_slice(path: Path, dtypes: Sequence[str] | None, only: str | None) -> list[WorkloadSpec]:
-    """The slice's workloads a `run --slice` request selects (`dtypes` None: all the slice's);
-    UsageError when the filters leave none."""
+    """The slice's workloads a `run --slice` or `ab --slice` request selects: in `dtypes`, each
+    re-made at its recorded shapes where the slice holds it in another dtype (None: the slice's
+    own dtypes); UsageError when the filters leave none."""
     from reviewkit.common.errors import UsageError
     from reviewkit.suite.workloads import select
 
-    specs = [w for w in load_slice(path).specs if dtypes is None or w.dtype in dtypes]
+    sliced = load_slice(path)
+    own = sorted({w.dtype for w in sliced.specs})
+    specs = list(sliced.specs) if dtypes is None else [
+        w for d in dtypes for i in range(len(sliced.specs))
+        if (w := sliced.in_dtype(i, d)) is not None]  # fmt: skip
     chosen = select(specs, only)
     if not chosen:
-        have = sorted({w.dtype for w in load_slice(path).specs})
         raise UsageError(f"--slice {path}: no workload of it matches --dtype "
-                         f"{','.join(dtypes or have)} and --only {only or '(all)'}; it holds "
-                         f"{', '.join(have)} workloads")  # fmt: skip
+                         f"{','.join(dtypes or own)} and --only {only or '(all)'}; it holds "
+                         f"{', '.join(own)} workloads")  # fmt: skip
     return chosen
 
 

@@ -16,9 +16,12 @@ def reviewkit(*args, timeout=300):
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
-def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
-    # a two-layer MLP profiled with record_shapes: its two nn.Linear calls at (32 x 64) x
-    # (256 x 64) and (32 x 256) x (64 x 256), a GELU and a softmax over [32, 64]
+@pytest.fixture(scope="module")
+def sliced(tmp_path_factory):
+    """A two-layer MLP profiled with record_shapes, imported and sliced with --cover 1: its
+    two nn.Linear calls at (32 x 64) x (256 x 64) and (32 x 256) x (64 x 256), a GELU and a
+    softmax over [32, 64]. (folder, the slice document)"""
+    tmp_path = tmp_path_factory.mktemp("sliced")
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(),
                                 torch.nn.Linear(256, 64), torch.nn.Softmax(dim=-1))  # fmt: skip
     x = torch.randn(32, 64)
@@ -31,7 +34,11 @@ def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
     r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--cover", "1",
                   "--out", tmp_path / "slice.json", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    return tmp_path, json.loads(r.stdout)
+
+
+def test_a_profiled_model_becomes_a_slice_that_run_measures(sliced, tmp_path):
+    folder, doc = sliced
     ids = {w["id"] for w in doc["workloads"]}
     assert {"gemm.slice-aten-linear.32x64_256x64.fp32",
             "gemm.slice-aten-linear.32x256_64x256.fp32"} <= ids  # fmt: skip
@@ -40,7 +47,7 @@ def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
     assert all(w["production"]["count"] == 20 for w in doc["workloads"])
 
     out = tmp_path / "run"
-    r = reviewkit("run", "--slice", tmp_path / "slice.json", "--profile", "smoke",
+    r = reviewkit("run", "--slice", folder / "slice.json", "--profile", "smoke",
                   "--only", "gemm.*", "--out", out, "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     run = json.loads((out / "run.json").read_text())
@@ -49,13 +56,13 @@ def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
     assert set(measured) == {i for i in ids if i.startswith("gemm.")}
     w = measured["gemm.slice-aten-linear.32x64_256x64.fp32"]
     assert w["status"] == "ok" and w["flops"] == 2 * 32 * 64 * 256  # 2mkn, by hand
-    assert "--slice" in w["reproduce"] and str(tmp_path / "slice.json") in w["reproduce"]
+    assert "--slice" in w["reproduce"] and str(folder / "slice.json") in w["reproduce"]
 
     # production's op mix projected onto the device the run measured: each GEMM shape at its
     # own measured point (distance 0), x its 20 production calls; the GELU and softmax shapes
     # have no measured point of their layer type in this run: not available, said why
     r = reviewkit("project", "--from", out, "--trace-summary",
-                  tmp_path / "sum" / "trace_summary.json", "--json")  # fmt: skip
+                  folder / "sum" / "trace_summary.json", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     proj = json.loads(r.stdout)
     assert proj["target"]["kind"] == "trace_summary"
@@ -66,6 +73,23 @@ def test_a_profiled_model_becomes_a_slice_that_run_measures(tmp_path):
         assert rows[wid]["count"] == 20 and rows[wid]["label"] == "measured"
         assert rows[wid]["projected_s"] == pytest.approx(t, rel=0.25)
     assert all(rows[i]["label"] == "not available" for i in ids - set(measured))
+
+
+def test_ab_measures_a_lower_precision_on_productions_own_shapes(sliced, tmp_path):
+    # the fp32 slice's GEMMs re-made in bf16 for the candidate: the same shapes, paired by shape
+    folder, _ = sliced
+    r = reviewkit("ab", "--slice", folder / "slice.json", "--baseline", "dtype=fp32",
+                  "--candidate", "dtype=bf16", "--profile", "smoke", "--only", "gemm.*",
+                  "--out", tmp_path / "ab", "--json")  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr  # 1: a verdict the gate would block, still data
+    base = json.loads((tmp_path / "ab" / "baseline" / "run.json").read_text())
+    cand = json.loads((tmp_path / "ab" / "candidate" / "run.json").read_text())
+    assert sorted(w["id"] for w in cand["workloads"]) == sorted(
+        w["id"].replace(".fp32", ".bf16") for w in base["workloads"])  # fmt: skip
+    w = next(w for w in cand["workloads"] if "32x64_256x64" in w["id"])
+    # bf16: 2 bytes an element, x 32x64 + w 256x64 + out 32x256 = 26,624 elements
+    assert w["bytes"] == 2 * 26_624 and w["flops"] == 2 * 32 * 64 * 256
+    assert base["slice"]["hash"] == cand["slice"]["hash"]
 
 
 def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):

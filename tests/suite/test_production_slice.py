@@ -98,8 +98,10 @@ def test_the_slice_takes_shapes_by_time_and_accounts_for_all_of_it():
     assert left == pytest.approx({ps.COLLECTIVE: 0.010, ps.NO_SHAPES: 0.005, ps.UNMAPPED: 0.005})
     # every millisecond of production is in the slice or in a reason: 80 + 20 = 100
     assert c["covered_time_s"] + sum(left.values()) == pytest.approx(0.100)
-    assert doc["workloads"][0]["production"] == pytest.approx(
-        {"count": 4, "time_s": 0.040, "share_of_production": 0.40})
+    prod = doc["workloads"][0]["production"]
+    assert (prod["count"], prod["op"], prod["dims"]) == (4, "aten::linear", [[64, 128], [256, 128]])
+    assert prod["time_s"] == pytest.approx(0.040)
+    assert prod["share_of_production"] == pytest.approx(0.4)
 
 
 def test_a_lower_cover_and_a_cap_stop_early_and_say_so():
@@ -133,6 +135,10 @@ def test_a_slice_file_round_trips_and_an_edit_is_refused(tmp_path):
     assert loaded.specs[0].flops == 2 * 64 * 128 * 256 and loaded.identity["hash"] == doc["hash"]
     assert [w.id for w in ps.plan_slice(path, ("fp32",), "softmax.*")] == [
         "softmax.slice-aten-softmax.8x64x64.fp32"]  # fmt: skip
+    # in bf16: the same shapes re-made, 2 bytes an element: x 64x128 + w 256x128 + out 64x256
+    # = 8192 + 32768 + 16384 elements, 114,688 bytes
+    (bf16,) = ps.plan_slice(path, ("bf16",), "gemm.*256x128*")
+    assert bf16.id == "gemm.slice-aten-linear.64x128_256x128.bf16" and bf16.bytes == 114_688
     doc["workloads"][0]["bytes"] = 1
     path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match=r"slice\.json: `hash` must be"):
