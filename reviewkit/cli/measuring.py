@@ -123,6 +123,12 @@ def run(
         _run_distributed(request, distributed, backend, nproc, timeout, out_dir, as_json)
         return
     measure.plan(request)  # fail on bad input before any device work
+    if slice_file is not None:
+        from reviewkit.suite.production_slice import identity_of
+
+        kind = device.split(":", 1)[0]
+        for note in identity_of(str(slice_file), kind, request.dtypes)["notes"]:
+            stderr.print(f"note: {escape(note)}", highlight=False)
 
     with progress_bar() as on_progress:
         doc = measure.run(request, on_progress,

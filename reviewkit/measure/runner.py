@@ -455,7 +455,7 @@ def new_run_doc(
         "profile": request.profile,
         "only": request.only,
         "suite": suite.suite_identity().to_json(),
-        "slice": production_slice.identity_of(request.slice_path),
+        "slice": production_slice.identity_of(request.slice_path, device.type, request.dtypes),
         "environment": {
             **environment.host_facts(),
             **torch_build(),

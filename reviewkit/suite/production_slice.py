@@ -311,7 +311,9 @@ def derive(summaries: Sequence[tuple[str, dict]], cover: float = DEFAULT_COVER,
                 leave(UNMAPPED, "(host operators)", _number(unmapped.get("time_s")))
                 # inclusive times of outermost mapped operators sum to the mapped self time;
                 # any rounding remainder is not put anywhere
-    ranked = sorted(found.values(), key=lambda f: (-f.time_s, f.spec.id))
+    # a shape that took no time on the basis (a host op that launched nothing) is not a workload
+    ranked = sorted((f for f in found.values() if f.time_s > 0),
+                    key=lambda f: (-f.time_s, f.spec.id))  # fmt: skip
     reproducible_s = sum(f.time_s for f in ranked)
     chosen: list[_Found] = []
     covered_s = 0.0
@@ -430,6 +432,7 @@ def load_slice(path: Path) -> SliceSet:
                    "derived)")  # fmt: skip
     identity = {k: doc.get(k) for k in ("hash", "time_basis", "sources", "source_devices",
                                         "coverage")}  # fmt: skip
+    identity["dtypes"] = sorted({w.dtype for w in specs})
     return SliceSet(Path(path), tuple(specs), {"path": str(path), **identity},
                     tuple(production))
 
@@ -459,6 +462,30 @@ def plan_slice(path: Path, dtypes: Sequence[str] | None, only: str | None) -> li
     return chosen
 
 
-def identity_of(path: str | None) -> dict | None:
-    """What a run records of the slice it measured (its hash, basis, sources), None without."""
-    return load_slice(Path(path)).identity if path else None
+def identity_of(path: str | None, device_type: str = "cpu",
+                dtypes: Sequence[str] | None = None) -> dict | None:  # fmt: skip
+    """What a run records of the slice it measured (its hash, basis, sources, and the notes
+    `provenance_notes` gives), None without one."""
+    if not path:
+        return None
+    identity = load_slice(Path(path)).identity
+    return {**identity, "notes": provenance_notes(identity, device_type, dtypes)}
+
+
+def provenance_notes(identity: dict, device_type: str, dtypes: Sequence[str] | None) -> list[str]:
+    """Where the slice's production differs from the run measuring it: another kind of device
+    (a GPU trace's shapes measured on a CPU), another dtype (the shapes re-made in it)."""
+    notes = []
+    own = identity.get("dtypes") or None
+    gpu = identity.get("time_basis") == "device"
+    if gpu and device_type == "cpu":
+        names = ", ".join(identity.get("source_devices") or []) or "a GPU"
+        notes.append(f"the slice comes from a trace on {names} (device time); measured here on "
+                     "the CPU, its shapes are production's and its times are this CPU's")
+    elif not gpu and device_type != "cpu":
+        notes.append(f"the slice comes from a CPU trace (host time); measured here on "
+                     f"{device_type}, its shapes are production's and its times this device's")
+    if dtypes is not None and own is not None and sorted(dtypes) != own:
+        notes.append(f"production ran {', '.join(own)}; measured in {', '.join(dtypes)}: the "
+                     "recorded shapes re-made in it")
+    return notes

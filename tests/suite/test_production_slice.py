@@ -62,7 +62,9 @@ def test_what_cannot_be_reproduced_says_why(op, layer, dims, types, reason):
 
 
 def _shape(op, dims, time_s, count=1, types=("float", "float")):
-    return {"op": op, "dims": dims, "types": list(types), "count": count, "time_s": time_s}
+    # the device time its kernels took is the host time here, so both bases read the same
+    return {"op": op, "dims": dims, "types": list(types), "count": count, "time_s": time_s,
+            "device_time_s": time_s}
 
 
 def summary(time_basis="host", record_shapes=True):
@@ -146,3 +148,14 @@ def test_a_slice_file_round_trips_and_an_edit_is_refused(tmp_path):
     path.write_text("{}")
     with pytest.raises(InputError, match="`kind` must be"):
         ps.load_slice(path)
+
+
+def test_a_gpu_slice_measured_on_a_cpu_or_in_another_dtype_says_so(tmp_path):
+    doc = ps.derive([("s.json", summary("device"))])
+    path = tmp_path / "slice.json"
+    path.write_text(json.dumps(doc))
+    (gpu_on_cpu,) = ps.identity_of(str(path), "cpu", ("fp32",))["notes"]
+    assert "trace on a GPU (device time)" in gpu_on_cpu and "this CPU's" in gpu_on_cpu
+    assert ps.identity_of(str(path), "cuda", ("fp32",))["notes"] == []
+    (lower,) = ps.identity_of(str(path), "cuda", ("bf16",))["notes"]
+    assert lower.startswith("production ran fp32; measured in bf16")
