@@ -253,6 +253,7 @@ OTHER_DOCUMENTS = {
     "reviewkit.cli.trace_diff_view": "a trace diff's layer types",
     "reviewkit.cli.slice_view": "a production slice's workloads",
     "reviewkit.cli.projecting": "a production slice's workloads (project --trace-summary)",
+    "reviewkit.analysis.production_weighted": "a trace summary's layer types (its op mix)",
 }
 
 

@@ -224,6 +224,9 @@ class Comparison:
     # How the knob diff is read (the rubric's single-knob-change params; none: only settings
     # of one device type follow a change of type).
     knob_policy: KnobPolicy = field(default_factory=KnobPolicy)
+    # per layer type its workloads' bootstrap draws, medians, rounds and pairing: what a
+    # production-weighted ratio resamples (analysis/production_weighted.py)
+    layer_draws: Mapping = field(default_factory=dict, repr=False, compare=False)
 
     def knob_reading(self, policy: KnobPolicy | None = None) -> KnobReading:
         """The knob diff read under `policy` (default: the comparison's own): the changes a
@@ -526,7 +529,7 @@ def compare(
         run_to_run_sd=allowance.per_run_sd if allowance else None,
         confounders=tuple(e for e in environment if e.kind != FOLLOWS_DEVICE),
         device_environment=tuple(e for e in environment if e.kind == FOLLOWS_DEVICE),
-        knob_policy=knob_policy or KnobPolicy(),
+        knob_policy=knob_policy or KnobPolicy(), layer_draws=layer_draws,
     )
 
 

@@ -113,8 +113,14 @@ def build_brief(report: Report, model: dict) -> dict:
     chart = next((name for name in CLAIM_CHARTS if name in model["charts"]), None)
     # the SLA as the gate judged it (under load where a sweep is cited), shown as it is
     sla = next((f for f in report.findings if f.item.check == "sla-kpi"), None)
+    # the change weighted by production's time, beside the primary metric where a trace is cited
+    weighted = next((f for f in report.findings
+                     if f.item.check == "production-weighted-verdict"
+                     and report.review.evidence.get("production_traces")), None)  # fmt: skip
     return {
         "sla": {"status": sla.status, "summary": sla.summary} if sla else None,
+        "production": {"status": weighted.status, "summary": weighted.summary} if weighted
+        else None,
         "decision": model["decision"],
         "gate": {"verdict": report.verdict, "note": gate_note},
         "devices": devices_note(report),

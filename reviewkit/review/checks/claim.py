@@ -202,6 +202,57 @@ def production_shape_evidence(ctx: Context) -> CheckResult:
     return CheckResult(worst, "; ".join(summaries), tuple(evidence))
 
 
+PARTS_SHOWN = 3  # the largest parts of production's time named in the finding's evidence
+
+
+@check("production-weighted-verdict")
+def production_weighted_verdict(ctx: Context) -> CheckResult:
+    """The change weighted by production's own time (analysis/production_weighted.py): a loss
+    there blocks, whatever the suite says; a suite win production does not show warns."""
+    from reviewkit.analysis.production_weighted import (
+        floor_call_ratio,
+        mix_of,
+        production_verdict,
+    )
+
+    factor = ctx.cited.fit_limits.shape_range_factor or 4.0
+    traces = ctx.cited.production(factor).traces
+    if not traces:
+        return CheckResult(PASS, "no production trace cited: nothing to weigh by")
+    mix = mix_of(traces)
+    if mix is None:
+        return CheckResult(WARN, "the cited traces cannot be weighed together (GPU and CPU "
+                           "traces, or no time in them): cite one kind")  # fmt: skip
+    worst, texts, evidence = PASS, [], []
+    for i, (comp, (_, cand)) in enumerate(zip(ctx.comparisons, ctx.candidates, strict=True)):
+        pairs = [(w.baseline_id, w.candidate_id) for w in comp.workloads if w.median_ratio]
+        pv = production_verdict(
+            comp.layer_draws, {lt.layer_type: lt.time_ratio for lt in comp.layer_types}, mix,
+            floor_call_ratio(pairs, ctx.baseline, cand), comp.margins.min_effect,
+            comp.run_to_run.variance if comp.run_to_run else 0.0)  # fmt: skip
+        label = f"candidate {i + 1}" if len(ctx.candidates) > 1 else "the candidate"
+        if pv is None:
+            texts.append(f"{label}: the comparison measured none of production's layer types")
+            worst = max(worst, WARN, key=STATUS_ORDER.get)
+            continue
+        suite_win = i == 0 and ctx.primary is not None and ctx.primary.verdict == "faster"
+        status = FAIL if pv.verdict == "slower" else (
+            WARN if suite_win and pv.verdict != "faster" else PASS)  # fmt: skip
+        worst = max(worst, status, key=STATUS_ORDER.get)
+        texts.append(
+            f"{label}: x{pv.ratio:.3f} [{pv.ci[0]:.3f}, {pv.ci[1]:.3f}] on production's "
+            f"{pv.basis} time, {pv.verdict}"
+            + (" (the suite's primary metric: faster): a production loss"
+               if suite_win and pv.verdict == "slower" else "")
+            + f"; {pct(pv.carried_at_one)} carried at 1")  # fmt: skip
+        # the parts in one line: a packet's rubric table is read in minutes, not pages
+        evidence.append(Evidence("number", f"{label} production-weighted ratio",
+                                 value=f"{pv.ratio:.3f} [{pv.ci[0]:.3f}, {pv.ci[1]:.3f}]: " +
+                                 ", ".join(f"{p.name} {pct(p.share)} x{p.ratio:.2f}"
+                                           for p in pv.parts[:PARTS_SHOWN])))  # fmt: skip
+    return CheckResult(worst, "; ".join(texts), tuple(evidence))
+
+
 @check("closure")
 def closure(ctx: Context) -> CheckResult:
     r = ctx.review
