@@ -243,3 +243,33 @@ def test_compile_sample_review_checks_as_its_decision_says():
     (row,) = build_model(report)["compilation"]
     assert row["workloads"] == 5 and row["cold_s"] == sum(w.compile["cold_s"]
                                                           for w in cand.workloads)  # fmt: skip
+
+
+LM_SLICE = Path(__file__).parents[1] / "samples" / "trace-cpu-lm-epyc-2core"
+
+
+def test_the_lm_slice_sample_is_current_and_its_run_measured_that_slice():
+    """The profiled LM's summaries re-import from the traces beside them, the slice re-derives
+    from the production summary, and the slice run recorded that slice's hash."""
+    import json
+
+    from reviewkit.evidence.trace.diff import load_summary
+    from reviewkit.evidence.trace.layermap import load_layer_map
+    from reviewkit.evidence.trace.summary import summarise
+    from reviewkit.suite.production_slice import derive
+
+    readme = (LM_SLICE / "README.md").read_text()
+    for folder, trace in (("production", "lm-b4s256.json.gz"), ("heldout", "lm-b2s1024.json.gz")):
+        stored = json.loads((LM_SLICE / folder / "trace_summary.json").read_text())
+        fresh = json.loads(json.dumps(summarise([LM_SLICE / trace], load_layer_map())))
+        assert {k: v for k, v in fresh.items() if k not in VOLATILE} == {
+            k: v for k, v in stored.items() if k not in VOLATILE}, f"{folder} is stale"
+        assert stored["traces"][0]["sha256"][:16] in readme
+    doc = json.loads((LM_SLICE / "slice.json").read_text())
+    again = derive([("production/trace_summary.json",
+                     load_summary(LM_SLICE / "production" / "trace_summary.json"))])  # fmt: skip
+    assert {k: v for k, v in again.items() if k != "created_unix_s"} == {
+        k: v for k, v in doc.items() if k != "created_unix_s"}  # fmt: skip
+    run = json.loads((LM_SLICE / "runs" / "slice" / "run.json").read_text())
+    assert run["slice"]["hash"] == doc["hash"] and doc["hash"] in readme
+    assert {w["id"] for w in run["workloads"]} == {w["id"] for w in doc["workloads"]}

@@ -242,7 +242,8 @@ def print_projection(p: Projection, console: Console) -> None:
             span = (
                 MISSING if g.low_s is None else f"{time_text(g.low_s)} {DASH} {time_text(g.high_s)}"
             )
-            took = [] if not recorded else [time_text(sum(
+            # production's time of the rows projected, so the two columns compare like for like
+            took = [] if not recorded else [MISSING if g.projected_s is None else time_text(sum(
                 recorded[r.id] for r in rows
                 if r.layer_type == g.layer_type and r.projected_s is not None))]  # fmt: skip
             lt.add_row(g.phase or MISSING, g.layer_type or "(whole pass)", str(g.workloads),
