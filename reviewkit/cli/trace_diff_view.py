@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from reviewkit.cli.tables import DataTable
 from reviewkit.common.format import MISSING, elided
@@ -38,7 +39,8 @@ def _rows_table(title: str, rows: list[dict], key_label: str, with_type: bool) -
         t.add_column(col, justify="left" if left else "right", overflow="fold")
     for r in rows:
         count = f"{_count(r['base_count'])} -> {_count(r['cand_count'])}"
-        cells = [elided(r["key"], NAME_MAX_CHARS)]
+        # a trace's names are untrusted text: "[...]" in a kernel or shape is not rich markup
+        cells = [escape(elided(r["key"], NAME_MAX_CHARS))]
         if with_type:
             cells.append(r["layer_type"] or "unmapped")
         cells += [
@@ -83,5 +85,10 @@ def print_trace_diff(doc: dict, console: Console) -> None:
     shown = min(OPS_SHOWN, len(ops))
     title = f"By {doc['op_list'][:-1]} name, ranked by change (top {shown} of {len(ops)})"
     console.print(_rows_table(title, ops[:OPS_SHOWN], "name", True))
+    shapes = doc.get("shapes") or []
+    if shapes:
+        shown = min(OPS_SHOWN, len(shapes))
+        console.print(_rows_table(f"By op and shape, ranked by change (top {shown} of "
+                                  f"{len(shapes)})", shapes[:OPS_SHOWN], "op, dims, type", True))
     for note in doc["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

@@ -75,3 +75,15 @@ def test_a_long_kernel_name_is_cut_in_its_cell_and_whole_in_its_tooltip(packet):
     assert layer_heads == ["Layer type", "Change", "Of the change", "Status"]  # no repeat
     cells = [td for td in tables[2].findall(".//td") if td.get("title") == longest["key"]]
     assert cells and cells[0].text == longest["name_text"]
+
+
+def test_the_diff_is_drawn_layer_types_then_ops_and_shapes(packet):
+    _, model, page = packet
+    spec = model["charts"]["trace_change"]
+    # two panels: the layer types (gemm's +50 ms first), then the op-and-shape rows
+    layers, shapes = spec["vconcat"]
+    assert layers["encoding"]["y"]["title"] == "layer type"
+    assert shapes["encoding"]["y"]["title"] == "op and shape"
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    section = tree.find(".//section[@id='trace-diff']")
+    assert section.find(".//figure[@id='chart-trace_change']") is not None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewkit.common.errors import InputError
@@ -19,9 +19,10 @@ UNMAPPED = "unmapped"
 BOTH, NEW, VANISHED = "both", "new", "vanished"
 NOT_LISTED_BASE, NOT_LISTED_CAND = "not listed in base", "not listed in candidate"
 OP_KEY_NOTE = (
-    "ops are keyed by name alone: today's trace summaries do not tie shapes to op names "
-    "(the per-op shape key comes with issue 35 item 1)"
+    "op rows are keyed by name (kernels on the device basis, operators on the host's); shape "
+    "rows by the outermost mapped operator and its Input Dims and types"
 )
+SHAPE_KEY = "op and Input Dims"
 REMEDY = "pass a trace_summary.json written by `reviewkit trace import`"
 
 
@@ -82,6 +83,9 @@ class Side:
     layer_s: dict
     ops: dict  # name -> (time_s, count, layer_type), summed over ranks
     ops_complete: bool  # every rank's list held all its distinct names
+    # "op dims types" -> (time_s, count, layer_type): the summaries' shape entries, on the basis
+    shapes: dict = field(default_factory=dict)
+    shapes_complete: bool = True  # every layer type listed all its shapes
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class TraceDiff:
     ops: tuple[DiffRow, ...]
     shares: tuple[SharePair, ...]
     notes: tuple[str, ...]
+    shapes: tuple[DiffRow, ...] = ()
 
     @property
     def delta_s(self) -> float:
@@ -121,6 +126,8 @@ class TraceDiff:
             "delta_s": d,
             "layer_types": [r.to_json(d) for r in self.layer_types],
             "ops": [r.to_json(d) for r in self.ops],
+            "shape_key": SHAPE_KEY,
+            "shapes": [r.to_json(d) for r in self.shapes],
             "device_shares": [s.to_json() for s in self.shares],
             "notes": list(self.notes),
         }
@@ -198,7 +205,37 @@ def _side(path: Path, doc: dict, basis: str) -> Side:
             time_s, count, _ = ops.get(r["name"], (0.0, 0, None))
             ops[r["name"]] = (time_s + r[time_key], count + r["count"], r.get("layer_type"))
     ranks = tuple(t.get("rank", 0) for t in doc["traces"])
-    return Side(str(path), ranks, total_s, layer_s, ops, complete)
+    shapes, shapes_complete = _shapes(doc, basis)
+    return Side(str(path), ranks, total_s, layer_s, ops, complete, shapes, shapes_complete)
+
+
+def shape_label(shape: dict) -> str:
+    """A shape entry's key: its op, then each argument's dims, with the first type."""
+    dims = " ".join("x".join(map(str, d)) if d else "-" for d in shape.get("dims") or [])
+    types = shape.get("types") or []
+    return f"{shape.get('op', '?')} [{dims}] {types[0] if types else ''}".rstrip()
+
+
+def _shapes(doc: dict, basis: str) -> tuple[dict, bool]:
+    """The summaries' shape entries summed over ranks on the basis (device time where it is
+    the basis and the entry has it), and whether every layer type listed all of them."""
+    out: dict[str, tuple[float, int, str | None]] = {}
+    complete = True
+    for t in doc["traces"]:
+        for layer, entry in (t.get("shapes") or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            complete = complete and not (entry.get("other_shapes") or {}).get("count")
+            for x in entry.get("shapes") or []:
+                if not isinstance(x, dict) or not isinstance(x.get("op"), str):
+                    complete = False  # a summary from before shapes named their op
+                    continue
+                v = x.get("device_time_s") if basis == "device" else x.get("time_s")
+                key = shape_label(x)
+                time_s, count, _ = out.get(key, (0.0, 0, None))
+                out[key] = (time_s + (float(v) if finite_number(v) else 0.0),
+                            count + int(x.get("count") or 0), layer)  # fmt: skip
+    return out, complete
 
 
 def _choose_basis(base: dict, cand: dict) -> tuple[str, str]:
@@ -242,20 +279,23 @@ def _rank(rows: list[DiffRow]) -> tuple[DiffRow, ...]:
     return tuple(known + unknown)
 
 
-def _op_rows(base: Side, cand: Side) -> list[DiffRow]:
+def _op_rows(base: Side, cand: Side, shapes: bool = False) -> list[DiffRow]:
     rows = []
-    for name in sorted(set(base.ops) | set(cand.ops)):
-        b, c = base.ops.get(name), cand.ops.get(name)
+    b_ops, c_ops = (base.shapes, cand.shapes) if shapes else (base.ops, cand.ops)
+    b_all, c_all = ((base.shapes_complete, cand.shapes_complete) if shapes
+                    else (base.ops_complete, cand.ops_complete))  # fmt: skip
+    for name in sorted(set(b_ops) | set(c_ops)):
+        b, c = b_ops.get(name), c_ops.get(name)
         if b and c:
             status = BOTH
         elif c:
-            status = NEW if base.ops_complete else NOT_LISTED_BASE
+            status = NEW if b_all else NOT_LISTED_BASE
         else:
-            status = VANISHED if cand.ops_complete else NOT_LISTED_CAND
+            status = VANISHED if c_all else NOT_LISTED_CAND
         # An op absent from a complete list ran zero times there; from a truncated one, unknown.
         zero = (0.0, 0, None)
-        b = b or (zero if base.ops_complete else None)
-        c = c or (zero if cand.ops_complete else None)
+        b = b or (zero if b_all else None)
+        c = c or (zero if c_all else None)
         lt = c[2] if c and c[2] else b[2] if b else None
         rows.append(
             DiffRow(
@@ -335,6 +375,7 @@ def diff(base_path: Path, cand_path: Path) -> TraceDiff:
         ops=_rank(_op_rows(base, cand)),
         shares=shares,
         notes=tuple(notes),
+        shapes=_rank(_op_rows(base, cand, shapes=True)),
     )
 
 
@@ -376,6 +417,7 @@ class CitedTraceDiff:
     ops: tuple[CitedRow, ...]
     shares: tuple[tuple[str, float | None, float | None], ...]  # (name, base, cand)
     notes: tuple[str, ...]
+    shapes: tuple[CitedRow, ...] = ()  # by op and Input Dims (a diff of older summaries: none)
 
 
 def _opt_number(table: dict, name: str, key: str) -> float | None:
@@ -437,5 +479,6 @@ def read_trace_diff(loaded: evidence.Loaded) -> CitedTraceDiff:
         ops=_cited_rows(doc, "ops"),
         shares=tuple(shares),
         notes=tuple(notes),
+        shapes=_cited_rows(doc, "shapes") if "shapes" in doc else (),
         **totals,
     )

@@ -37,6 +37,7 @@ from reviewkit.render.charts.runs import (
 )
 from reviewkit.render.charts.schema import validate
 from reviewkit.render.charts.shortlist import trade_curve
+from reviewkit.render.charts.trace_change import trace_change
 from reviewkit.render.charts.trends import trend
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "svg_to_pdf",
     "time_decomposition",
     "to_svg",
+    "trace_change",
     "trade_curve",
     "trade_view",
     "trend",

@@ -224,3 +224,30 @@ def test_a_cited_diff_reads_into_its_record_and_a_bad_key_is_named(tmp_path):
     assert reasons[bad] == ("`ops[0].delta_s` must be a finite number or null; re-run "
                             "`reviewkit trace diff`")  # fmt: skip
     assert "not a `reviewkit trace diff` result" in reasons[summary]
+
+
+def cpu_linears(slow_small: bool = False) -> list:
+    """STEPS steps of two aten::linear calls of one op name and two shapes: 8 x 16 by 32 x 16
+    (50 us, 100 us when `slow_small`) and 64 x 16 by 32 x 16 (100 us)."""
+    events = []
+    for i in range(STEPS):
+        t = i * STEP_US
+        small = {"Input Dims": [[8, 16], [32, 16]], "Input type": ["float", "float"]}
+        large = {"Input Dims": [[64, 16], [32, 16]], "Input type": ["float", "float"]}
+        events += [mk("aten::linear", t, 100 if slow_small else 50, **small),
+                   mk("aten::linear", t + 150, 100, **large)]  # fmt: skip
+    return events
+
+
+def test_a_slowdown_at_one_shape_ranks_that_shape_first(tmp_path):
+    base = summary_file(tmp_path, "base", cpu_linears())
+    cand = summary_file(tmp_path, "cand", cpu_linears(slow_small=True))
+    d = tdiff.diff(base, cand).to_json(0.0)
+    assert d["time_basis"] == "host" and d["shape_key"] == "op and Input Dims"
+    # by name the two shapes are one row; by shape the 8 x 16 call carries all of the change:
+    # STEPS x 50 us = 250 us, 100% of it, and the 64 x 16 call none
+    top, other = d["shapes"][0], d["shapes"][1]
+    assert top["key"] == "aten::linear [8x16 32x16] float"
+    assert top["delta_s"] == pytest.approx(STEPS * 50e-6) and top["share_of_change"] >= 0.8
+    assert other["key"] == "aten::linear [64x16 32x16] float" and other["delta_s"] == 0
+    assert (top["base_count"], top["cand_count"]) == (STEPS, STEPS)

@@ -35,6 +35,8 @@ def trace_diff_fields(p: Inputs) -> dict:
             "layer_types": [asdict(r) for r in d.layer_types],
             "ops": [{**asdict(r), "name_text": elided(r.key, OP_NAME_MAX_CHARS)}
                     for r in d.ops],
+            "shapes": [{**asdict(r), "name_text": elided(r.key, OP_NAME_MAX_CHARS)}
+                       for r in d.shapes],
             "shares": [{"name": n, "base": b, "cand": c} for n, b, c in d.shares],
             "notes": list(d.notes),
         }
@@ -43,8 +45,22 @@ def trace_diff_fields(p: Inputs) -> dict:
     return {"trace_diff": {"diffs": shown, "notes": cited.notes(p.report.review)}}
 
 
+def trace_diff_charts(p: Inputs) -> dict:
+    """The first cited diff drawn: its layer types, then its op-and-shape rows (its op rows
+    where the diff has none: summaries from before shapes named their op)."""
+    from reviewkit.render import charts
+
+    records = p.report.cited.trace_diffs.records
+    if not records:
+        return {}
+    d = records[0]
+    ops, title = (d.shapes, "op and shape") if d.shapes else (d.ops, "op")
+    return {"trace_change": charts.trace_change([asdict(r) for r in d.layer_types],
+                                                [asdict(r) for r in ops], title)}
+
+
 SECTION = Section(
     "trace-diff", "Production trace diff", after="production-fit", fields=("trace_diff",),
-    build=trace_diff_fields,
+    build=trace_diff_fields, optional_charts=("trace_change",), draw=trace_diff_charts,
     shown=lambda model: bool(model["trace_diff"]["diffs"] or model["trace_diff"]["notes"]),
 )  # fmt: skip
