@@ -493,10 +493,11 @@ def assemble(
             "definitions": DEFINITIONS if definitions is None else definitions,
             "layer_map": list(layer_map_sources),
             "traces": traces,
-            "failed_traces": failed,
             "combined": _combine(traces),
         }
     )
+    if failed:  # only where a file failed: summaries of complete sets read as they always did
+        doc["failed_traces"] = failed
     if import_wall_s is not None:
         doc["import_wall_s"] = import_wall_s
     return doc

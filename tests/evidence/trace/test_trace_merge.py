@@ -177,8 +177,8 @@ def test_a_damaged_file_is_named_and_the_rest_summarised(tmp_path, ranks):
     assert f"{bad}: " in r.stderr and "1 of 3 traces could not be summarised" in r.stderr
     # The rest is exactly what importing the good files alone gives.
     _, good = imported([ranks[0], ranks[1]], tmp_path / "good")
-    assert good["failed_traces"] == []
-    assert content({**doc, "failed_traces": []}) == content(good)
+    assert "failed_traces" not in good
+    assert content({k: v for k, v in doc.items() if k != "failed_traces"}) == content(good)
     # A merge carries the failure on, and says it again.
     r, m = merged([tmp_path / "out" / TRACE_SUMMARY_FILE], tmp_path / "m")
     assert r.exit_code == 1 and m["failed_traces"] == doc["failed_traces"]
