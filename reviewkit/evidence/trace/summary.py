@@ -245,8 +245,9 @@ def summarise_one(path: Path, layer_map: LayerMap, on_progress: Callable | None 
         size = path.stat().st_size
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path") from exc
+    add = s.add
     for index, ev in stream.events():
-        s.add(index, ev, path)
+        add(index, ev, path)
         if on_progress is not None and index % PROGRESS_EVERY == 0:
             on_progress(path.name, stream.bytes_read, size)
     host = s.host_pass()
