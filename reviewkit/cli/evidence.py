@@ -225,6 +225,7 @@ def _write_trace_summary(doc: dict, target: Path, as_json: bool, notes: tuple = 
         text = trace_summary_text(doc)
         console.print(text, end="", highlight=False, soft_wrap=True, markup=False)
         console.print(f"wrote {target}", highlight=False, soft_wrap=True, markup=False)
+
     def say(line: str) -> None:
         stderr.print(line, highlight=False, soft_wrap=True, markup=False)
 
