@@ -208,9 +208,10 @@ def trace_import(
             raise UsageError(f"{p}: given twice; pass each rank's trace once")
         seen.add(p.resolve())
     mapping = load_layer_map(layer_map)
+    notes: list[str] = []
     with progress_bar("trace") as on_progress:
-        doc = summarise(list(traces), mapping, on_progress)
-    _write_trace_summary(doc, out / TRACE_SUMMARY_FILE, as_json)
+        doc = summarise(list(traces), mapping, on_progress, notes=notes)
+    _write_trace_summary(doc, out / TRACE_SUMMARY_FILE, as_json, tuple(notes))
 
 
 def _write_trace_summary(doc: dict, target: Path, as_json: bool, notes: tuple = ()) -> None:

@@ -444,11 +444,13 @@ def summarise(
     on_progress: Callable | None = None,
     clock: Callable[[], float] = time.time,
     workers: int | None = None,
+    notes: list[str] | None = None,
 ) -> dict:
     """The versioned trace summary of one or more trace files (ranks), files summarised in
     parallel (`workers` processes, default one per core). A file that cannot be read is
     recorded in `failed_traces` with its reason and the rest still summarised; when every file
-    fails, the InputError says why (the file's own error when there is one file)."""
+    fails, the InputError says why (the file's own error when there is one file). A file with
+    the same bytes (sha256) as an earlier one counts once, as in a merge; `notes` gets why."""
     if not paths:
         raise InputError("no trace given: pass one or more .json or .json.gz trace files")
     started = time.perf_counter()
@@ -465,8 +467,18 @@ def summarise(
                 results.append((False, _failure(p, exc)))
     else:
         results = _summarise_parallel(paths, layer_map, workers, on_progress)
-    traces = [r for ok, r in results if ok]
-    failed = [r for ok, r in results if not ok]
+    traces, failed, first_of = [], [], {}
+    for (ok, r), p in zip(results, paths, strict=True):
+        if not ok:
+            failed.append(r)
+        elif r["sha256"] in first_of:
+            if notes is not None:
+                sha = r["sha256"]
+                note = f"{p}: the same bytes (sha256 {sha[:12]}) as {first_of[sha]}: counted once"
+                notes.append(note)
+        else:
+            first_of[r["sha256"]] = p
+            traces.append(r)
     if not traces:
         if len(failed) == 1:
             raise InputError(failed[0]["reason"])

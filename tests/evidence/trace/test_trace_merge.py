@@ -258,3 +258,19 @@ def test_good_events_unchanged_by_the_batch_path(tmp_path, monkeypatch):
     batched = summarise_one(path, LM)
     monkeypatch.setattr(reader, "_BATCH_DECODE", None)
     assert summarise_one(path, LM) == batched
+
+
+def test_the_same_bytes_under_two_names_count_once_in_an_import_as_in_a_merge(tmp_path, ranks):
+    copy = tmp_path / "copy-of-rank1.json"
+    copy.write_bytes(ranks[1].read_bytes())
+    r, doc = imported([ranks[0], ranks[1], copy], tmp_path / "whole")
+    assert r.exit_code == 0, r.output
+    assert [t["path"] for t in doc["traces"]] == ["rank0.json", "rank1.json"]
+    assert f"{copy}: the same bytes" in r.stderr and "counted once" in r.stderr
+    parts = []
+    for p in (ranks[0], ranks[1], copy):
+        assert imported([p], tmp_path / p.stem)[0].exit_code == 0
+        parts.append(tmp_path / p.stem / TRACE_SUMMARY_FILE)
+    r, merged_doc = merged(parts, tmp_path / "m")
+    assert r.exit_code == 0 and "counted once" in r.stderr
+    assert content(merged_doc) == content(doc)
