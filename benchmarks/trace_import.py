@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,20 +51,51 @@ GAP_US = 1000  # between one copy's window and the next
 ID_FIELDS = ("External id", "correlation", "id")
 _FIELD = re.compile(r'"(ts|External id|correlation|id)":(\s*)(-?\d+)(?![\deE])')
 TARGET_SPEEDUP = 3.0
+# Issue 35 item 4: a multi-file set on this 2-core VM, warm page cache, whole command.
+TARGET_SET_MBPS = 100.0
+TARGET_SET_PEAK_MB = 500.0
 TARGET_MEMORY = 0.25
 REL_TOL = 1e-6  # "equal within rounding": float sums in another order, JSON round trips
 
-# Starts a command, waits for it, and writes its wall time and its own peak RSS.
+# Starts a command, waits for it, and writes its wall time, its own peak RSS (wait4: the largest
+# single process of its tree) and the peak of its whole tree's RSS summed, sampled every
+# TREE_SAMPLE_S (a parallel import's workers are separate processes; summed RSS counts the pages
+# they share with the parent once per process, so it is an upper bound).
 LAUNCHER = r"""
-import json, os, subprocess, sys, time
+import glob, json, os, subprocess, sys, time
+PAGE = os.sysconf("SC_PAGE_SIZE")
+def tree(pid):
+    pids = [pid]
+    for path in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            with open(path) as fh:
+                kids = fh.read().split()
+        except OSError:
+            continue
+        for kid in kids:
+            pids += tree(int(kid))
+    return pids
+def rss(pid):
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
 start = time.perf_counter()
-proc = subprocess.Popen(sys.argv[2:])
-_, status, usage = os.wait4(proc.pid, 0)
+proc = subprocess.Popen(sys.argv[3:])
+tree_peak = 0
+while True:
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid:
+        break
+    tree_peak = max(tree_peak, sum(rss(p) for p in tree(proc.pid)))
+    time.sleep(float(sys.argv[2]))
 wall = time.perf_counter() - start
 with open(sys.argv[1], "w") as fh:
-    json.dump({"wall_s": wall, "maxrss_kib": usage.ru_maxrss}, fh)
+    json.dump({"wall_s": wall, "maxrss_kib": usage.ru_maxrss, "tree_peak_bytes": tree_peak}, fh)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
+TREE_SAMPLE_S = 0.02
 
 # Runs in HTA's venv: parse one rank the way TraceAnalysis does, then write the totals.
 # round_down_time_stamps (HTA ceils ts and floors ts + dur of ns-resolution traces) is wrapped
@@ -254,6 +286,27 @@ def build_trace(target_bytes: int, folder: Path, with_gzip: bool) -> dict:
             "build_s": time.perf_counter() - start}  # fmt: skip
 
 
+def build_set(path: Path, files: int, folder: Path) -> list[Path]:
+    """`files` copies of one trace, each its own file on disk (reused when already there)."""
+    out = folder / f"set-{path.name}"
+    out.mkdir(exist_ok=True)
+    paths = []
+    for i in range(files):
+        copy = out / f"rank{i}-{path.name}"
+        if not (copy.exists() and copy.stat().st_size == path.stat().st_size):
+            shutil.copyfile(path, copy)
+        paths.append(copy)
+    return paths
+
+
+def warm_page_cache(paths: list[Path]) -> None:
+    """Read every file once, so each timed run reads from the page cache (the target's)."""
+    for p in paths:
+        with p.open("rb") as fh:
+            while fh.read(1 << 24):
+                pass
+
+
 def _write(fh, gz, part: str) -> int:
     """Write to the .json (and the .json.gz); the UTF-8 bytes written."""
     fh.write(part)
@@ -266,7 +319,8 @@ def _write(fh, gz, part: str) -> int:
 
 
 def run_child(argv: list[str], log: Path, env: dict | None = None) -> tuple[float, int]:
-    """(wall s, peak RSS bytes) of one subprocess, started from a small launcher process.
+    """(wall s, peak RSS bytes of it and its children together) of one subprocess, started from
+    a small launcher process.
 
     Linux carries a process's peak RSS across fork and exec, so a child started straight
     from this process (which holds the trace it built) would report this one's peak; the
@@ -274,7 +328,7 @@ def run_child(argv: list[str], log: Path, env: dict | None = None) -> tuple[floa
     report = log.with_suffix(".rusage.json")
     with log.open("w") as out:
         proc = subprocess.run(
-            [sys.executable, "-c", LAUNCHER, str(report), *argv],
+            [sys.executable, "-c", LAUNCHER, str(report), str(TREE_SAMPLE_S), *argv],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -284,12 +338,14 @@ def run_child(argv: list[str], log: Path, env: dict | None = None) -> tuple[floa
         tail = log.read_text()[-3000:]
         raise SystemExit(f"{argv[0]} exited {proc.returncode}:\n{tail}")
     got = json.loads(report.read_text())
-    return got["wall_s"], got["maxrss_kib"] * 1024  # Linux reports KiB
+    # Linux reports KiB; a process that ends between two samples is covered by wait4's figure.
+    return got["wall_s"], max(got["maxrss_kib"] * 1024, got["tree_peak_bytes"])
 
 
-def run_ours(trace: Path, work: Path, i: int) -> dict:
+def run_ours(traces: Path | list[Path], work: Path, i: int) -> dict:
     out = work / f"ours-{i}"
-    argv = [sys.executable, "-m", "reviewkit", "trace", "import", str(trace), "--out", str(out)]
+    paths = [str(t) for t in (traces if isinstance(traces, list) else [traces])]
+    argv = [sys.executable, "-m", "reviewkit", "trace", "import", *paths, "--out", str(out)]
     wall, rss = run_child(argv, work / f"ours-{i}.log")
     doc = json.loads((out / "trace_summary.json").read_text())
     return {"wall_s": wall, "rss": rss, "inner_s": doc["import_wall_s"], "doc": doc}
@@ -397,6 +453,9 @@ def main() -> None:
                         "ijson_batch_and_compress (the ijson ones need ijson)")  # fmt: skip
     parser.add_argument("--hta-ns-rounding", choices=("on", "off"), default="on",
                         help="HTA's rounding of ns timestamps (on: its default)")  # fmt: skip
+    parser.add_argument("--files", type=int, default=1,
+                        help="time an import of a set of this many files: the --size-mb split "
+                        "into N byte-for-byte copies of one trace of size-mb / N")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="a sanity run: >= 20 MB (2 copies, 31 MB), 1 repeat")  # fmt: skip
     args = parser.parse_args()
@@ -410,7 +469,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trace-import-bench-") as tmp:
         folder = args.work_dir or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        info = build_trace(int(args.size_mb * MB), folder, args.gzip)
+        info = build_trace(int(args.size_mb * MB / args.files), folder, args.gzip)
         how = "reused" if info["reused"] else f"built in {info['build_s']:.1f} s"
         print(
             f"trace: {info['path']} ({how})\n"
@@ -421,15 +480,26 @@ def main() -> None:
         )
         if info["gz_path"]:
             print(f"  {info['gz_path'].name}: {info['gz_bytes']:,} bytes (gzip level 6)")
-        files = [("json", info["path"])] + ([("gz", info["gz_path"])] if info["gz_path"] else [])
+        files = [("json", [info["path"]])]
+        files += [("gz", [info["gz_path"]])] if info["gz_path"] else []
+        if args.files > 1:
+            files = [(kind, build_set(paths[0], args.files, folder)) for kind, paths in files]
+            print(f"  a set of {args.files} files, each a byte-for-byte copy of it: "
+                  f"{args.files * info['bytes'] / MB:.1f} MB of JSON in all")  # fmt: skip
+            if hta_python is not None:
+                print("  HTA's parser reads one rank a run: not run on a set")
+                hta_python = None
+        text_bytes = info["bytes"] * args.files
+        for _, paths in files:
+            warm_page_cache(paths)
         work = Path(tmp)
         runs: dict[tuple[str, str], list[dict]] = {}
-        for kind, path in files:
+        for kind, paths in files:
             for i in range(args.repeats):
-                runs.setdefault(("ours", kind), []).append(run_ours(path, work, i))
+                runs.setdefault(("ours", kind), []).append(run_ours(paths, work, i))
                 if hta_python is not None:
                     rounding = args.hta_ns_rounding == "on"
-                    hta = run_hta(hta_python, path, work, i, args.hta_backend, rounding)
+                    hta = run_hta(hta_python, paths[0], work, i, args.hta_backend, rounding)
                     runs.setdefault(("hta", kind), []).append(hta)
 
     from reviewkit.measure.environment import cpu_model
@@ -437,6 +507,8 @@ def main() -> None:
     cpu = cpu_model()
     print(f"machine: {cpu}, {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} now")
     print(f"reviewkit: {_git_state()}")
+    print(f"parallel workers: {min(args.files, len(os.sched_getaffinity(0)))} (one per core, "
+          "at most one per file)")  # fmt: skip
     print(f"repeats: {args.repeats} each, interleaved; MB/s over the uncompressed JSON bytes")
     print(
         f"\n{'tool':34s} {'median s':>8s} {'min s':>7s} {'max s':>7s} {'inner s':>8s} "
@@ -447,13 +519,28 @@ def main() -> None:
         d = runs[("hta", "json")][0]["doc"]
         hta_label = f"HTA parse ({d['backend'].split('.')[-1].lower()})"
     for kind, _ in files:
-        print(_row(f"reviewkit trace import (.{kind})", runs[("ours", kind)], info["bytes"]))
+        label = f"reviewkit trace import (.{kind})"
+        if args.files > 1:
+            label = f"reviewkit trace import {args.files}x.{kind}"
+        print(_row(label, runs[("ours", kind)], text_bytes))
         if hta_python is not None:
-            print(_row(f"{hta_label} (.{kind})", runs[("hta", kind)], info["bytes"]))
+            print(_row(f"{hta_label} (.{kind})", runs[("hta", kind)], text_bytes))
     print(
         "inner s: ours, the summary's import_wall_s (reading and summarising); HTA, "
         "Trace.parse_traces() alone. wall: the whole subprocess (interpreter start, imports)"
+        ". peak MiB: the command's processes' RSS summed (sampled), or its largest one's"
     )
+    if args.files > 1:
+        for kind, _ in files:
+            med = statistics.median(r["wall_s"] for r in runs[("ours", kind)])
+            peak = max(r["rss"] for r in runs[("ours", kind)])
+            rate = text_bytes / MB / med
+            print(
+                f"  .{kind} set: {rate:.1f} MB/s (target >= {TARGET_SET_MBPS:g}: "
+                f"{'met' if rate >= TARGET_SET_MBPS else 'NOT met'}), peak {peak / MB:.0f} MB "
+                f"(target < {TARGET_SET_PEAK_MB:g}: "
+                f"{'met' if peak / MB < TARGET_SET_PEAK_MB else 'NOT met'})"
+            )
     if hta_python is None:
         print("\nHTA was not available (pass --hta-python): no side-by-side figures")
         return
@@ -509,23 +596,31 @@ def main() -> None:
 
 
 def _git_state() -> str:
-    """The commit, and whether reviewkit/ has uncommitted changes (what was measured)."""
+    """Which reviewkit the timed commands import (this environment's), its commit, and whether
+    its reviewkit/ has uncommitted changes: what was measured."""
     try:
+        where = subprocess.run(
+            [sys.executable, "-c", "import reviewkit; print(reviewkit.__file__)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        root = Path(where).parents[1]
         head = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "reviewkit"],
+            ["git", "-C", str(root), "status", "--porcelain", "reviewkit"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
-    return f"commit {head}" + (" + uncommitted changes in reviewkit/" if dirty else "")
+    return f"{root} at commit {head}" + (" + uncommitted changes in reviewkit/" if dirty else "")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ app.command("shortlist")(shortlisting.shortlist_cmd)
 trace_app = typer.Typer(no_args_is_help=True, help="Bring production profiler traces in.")
 app.add_typer(trace_app, name="trace")
 trace_app.command("import")(evidence.trace_import)
+trace_app.command("merge")(evidence.trace_merge)
 trace_app.command("diff")(evidence.trace_diff)
 trace_app.command("slice")(evidence.trace_slice)
 

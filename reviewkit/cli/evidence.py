@@ -1,4 +1,4 @@
-"""Commands that write evidence a review cites: quality, sweep, soak, trace import and diff."""
+"""Commands that write evidence a review cites: quality, sweep, soak, trace import, merge, diff."""
 
 from __future__ import annotations
 
@@ -208,16 +208,60 @@ def trace_import(
             raise UsageError(f"{p}: given twice; pass each rank's trace once")
         seen.add(p.resolve())
     mapping = load_layer_map(layer_map)
+    notes: list[str] = []
     with progress_bar("trace") as on_progress:
-        doc = summarise(list(traces), mapping, on_progress)
-    target = out / TRACE_SUMMARY_FILE
-    if save_evidence(doc, target, as_json):
-        return
-    from reviewkit.cli.console import stdout_console, trace_summary_text
+        doc = summarise(list(traces), mapping, on_progress, notes=notes)
+    _write_trace_summary(doc, out / TRACE_SUMMARY_FILE, as_json, tuple(notes))
 
-    console = stdout_console()
-    console.print(trace_summary_text(doc), end="", highlight=False, soft_wrap=True, markup=False)
-    console.print(f"wrote {target}", highlight=False, soft_wrap=True)
+
+def _write_trace_summary(doc: dict, target: Path, as_json: bool, notes: tuple = ()) -> None:
+    """Write a trace summary, show it (or its JSON), say each note and each trace that could
+    not be summarised on stderr; exit 1 after writing when any could not."""
+    from reviewkit.cli.shared import stderr
+
+    if not save_evidence(doc, target, as_json):
+        from reviewkit.cli.console import stdout_console, trace_summary_text
+
+        console = stdout_console()
+        text = trace_summary_text(doc)
+        console.print(text, end="", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"wrote {target}", highlight=False, soft_wrap=True, markup=False)
+
+    def say(line: str) -> None:
+        stderr.print(line, highlight=False, soft_wrap=True, markup=False)
+
+    for note in notes:
+        say(f"reviewkit: note: {note}")
+    failed = doc.get("failed_traces") or []
+    for f in failed:
+        say(f"reviewkit: error: {f['reason']}")
+    if failed:
+        total = len(failed) + len(doc["traces"])
+        say(
+            f"reviewkit: {len(failed)} of {total} traces could not be summarised (listed in "
+            f"{target}'s failed_traces); the summary holds the rest"
+        )
+        raise typer.Exit(1)
+
+
+@user_errors
+def trace_merge(
+    summaries: list[Path] = typer.Argument(
+        ..., help="trace_summary.json files (`reviewkit trace import`) to merge, in this order"
+    ),
+    out: Path = typer.Option(..., "--out", help="folder to write the merged trace_summary.json"),
+    as_json: bool = typer.Option(False, "--json", help="print the merged summary as JSON"),
+) -> None:
+    """Merge trace summaries (imported on the hosts where the traces lie) into one: the same
+    summary as importing all their traces at once; a trace in two summaries counts once."""
+    import time
+
+    from reviewkit.evidence.trace.merge import merge
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; pass a folder to write {TRACE_SUMMARY_FILE} in")
+    merged = merge(list(summaries), time.time())
+    _write_trace_summary(merged.doc, out / TRACE_SUMMARY_FILE, as_json, merged.notes)
 
 
 @user_errors

@@ -607,13 +607,17 @@ def test_progress_reaches_the_file_size(tmp_path):
     assert all(done <= total == size for _, done, total in calls)
 
 
-def test_a_malformed_rank_among_good_ones_writes_nothing(tmp_path):
+def test_a_malformed_rank_among_good_ones_is_named_and_the_rest_written(tmp_path):
     good = write_trace(tmp_path / "good.json", GOOD_EVENTS)
     bad, _ = _truncated_plain(tmp_path / "bad.json")
     out = tmp_path / "out"
     r = run_cli("trace", "import", good, bad, "--out", out)
-    assert_one_line_error(r, str(bad), "event #4")
-    assert not (out / TRACE_SUMMARY_FILE).exists()
+    assert r.exit_code == 1, r.output
+    assert f"reviewkit: error: {bad}: " in r.stderr and "event #4" in r.stderr
+    doc = json.loads((out / TRACE_SUMMARY_FILE).read_text())
+    assert [t["path"] for t in doc["traces"]] == ["good.json"]
+    assert [f["path"] for f in doc["failed_traces"]] == ["bad.json"]
+    assert "event #4" in doc["failed_traces"][0]["reason"]
 
 
 def test_cli_refuses_a_missing_trace(tmp_path):
