@@ -197,12 +197,21 @@ class Summariser:
         self.runtime: dict[tuple, tuple[array, array, array]] = {}
         self.runtime_us = 0.0
         self.categories: dict[str, int] = {}
-        self.phases: dict[str, int] = {}
+        self._phases: dict[str, int] = {}  # other than "X", counted apart (the common case)
+        self._complete_events = 0
         self.quality = _Quality()
         self.first_us = math.inf
         self.last_us = -math.inf
         self.float_ts = False
         self.events = 0
+
+    @property
+    def phases(self) -> dict[str, int]:
+        """Events by phase ("X": complete events)."""
+        out = dict(self._phases)
+        if self._complete_events:
+            out["X"] = out.get("X", 0) + self._complete_events
+        return out
 
     def _name_id(self, name: str, host: bool) -> int:
         i = self.names.get(name)
@@ -243,9 +252,9 @@ class Summariser:
         ph = ev.get("ph")
         if ph != "X":
             key = ph if isinstance(ph, str) else "(none)"
-            self.phases[key] = self.phases.get(key, 0) + 1
+            self._phases[key] = self._phases.get(key, 0) + 1
             return
-        self.phases["X"] = self.phases.get("X", 0) + 1
+        self._complete_events += 1
         cat = ev.get("cat")
         cat = cat if isinstance(cat, str) else "(none)"
         self.categories[cat] = self.categories.get(cat, 0) + 1
@@ -310,10 +319,14 @@ class Summariser:
                 t = self.threads[(pid, tid)] = _Thread()
             t.starts.append(ts)
             t.durs.append(dur)
-            t.names.append(self._name_id(name, host=True))
+            # the name's id and the External id looked up here, not through a call each: this
+            # runs for every host operator (a few percent of an import)
+            nid = self.names.get(name)
+            t.names.append(self._name_id(name, host=True) if nid is None else nid)
             args = ev.get("args")
             t.shapes.append(self._shape_id(args))
-            t.exts.append(_external_id(args))
+            ext = args.get("External id") if type(args) is dict else None
+            t.exts.append(ext if type(ext) is int and 0 <= ext < 2**63 else -1)
         elif cat in RUNTIME_CATEGORIES:
             r = self.runtime.get((pid, tid))
             if r is None:
