@@ -82,8 +82,8 @@ def test_the_diff_is_drawn_layer_types_then_ops_and_shapes(packet):
     spec = model["charts"]["trace_change"]
     # two panels: the layer types (gemm's +50 ms first), then the op-and-shape rows
     layers, shapes = spec["vconcat"]
-    assert layers["encoding"]["y"]["title"] == "layer type"
-    assert shapes["encoding"]["y"]["title"] == "op and shape"
+    assert layers["title"]["text"] == "by layer type"
+    assert shapes["title"]["text"] == "by op and shape"
     tree = html5lib.parse(page, namespaceHTMLElements=False)
     section = tree.find(".//section[@id='trace-diff']")
     assert section.find(".//figure[@id='chart-trace_change']") is not None

@@ -57,7 +57,8 @@ def trace_change(layer_rows: list[dict], op_rows: list[dict], op_title: str,
         charts.append(
             alt.Chart(named_data(drawn)).mark_bar().encode(
                 x=alt.X("delta_ms:Q", title="change (ms, candidate minus base)"),
-                y=alt.Y("label:N", title=title, sort=alt.EncodingSortField("order"),
+                # the panel's name above it: an axis title beside 60-character labels sat on them
+                y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order"),
                         axis=alt.Axis(labelLimit=LABEL_PX_BESIDE)),
                 color=alt.Color("direction:N", title="candidate",
                                 scale=alt.Scale(domain=list(COLOURS), range=list(COLOURS.values())),
@@ -65,6 +66,7 @@ def trace_change(layer_rows: list[dict], op_rows: list[dict], op_title: str,
                 tooltip=[alt.Tooltip("key:N", title=title),
                          alt.Tooltip("delta_ms:Q", title="change (ms)", format="+.3f"),
                          alt.Tooltip("share:N", title="of the total change")],
-            ).properties(width=width, height=ROW_PX * len(drawn))
+            ).properties(width=width, height=ROW_PX * len(drawn),
+                         title=alt.TitleParams(f"by {title}", anchor="start", fontSize=11))
         )  # fmt: skip
     return finish_chart(alt.vconcat(*charts).properties(title=chart_title(TITLE, notes)))
