@@ -326,7 +326,7 @@ def trace_slice(
     doc = derive(docs, cover, max_workloads)
     doc["created_unix_s"] = round(time.time(), 3)
     if not doc["workloads"]:
-        reasons = "; ".join(f"{r['reason']} ({r['share_of_mapped']:.0%})"
+        reasons = "; ".join(f"{r['reason']} ({r['share_of_production']:.0%})"
                             for r in doc["not_reproduced"][:3])  # fmt: skip
         raise UsageError(f"no op of {', '.join(map(str, summaries))} can be reproduced by the "
                          f"suite's kernels: {reasons or 'no mapped time'}")  # fmt: skip

@@ -111,3 +111,18 @@ def test_a_host_trace_weighs_by_operator_time():
     mix = mix_of([trace])
     assert mix.layers == {"gemm": 0.75} and mix.unmapped == 0.25 and mix.host_overhead == 0.0
     assert mix_of([trace, {**trace, "time_basis": "device"}]) is None  # one basis only
+
+
+def test_an_a_a_weighs_to_no_difference():
+    # the same mapping on both sides (two seeds of one interleaved A/B): every layer's ratio is
+    # 1 within noise, so production's weighted ratio is too, whatever the mix
+    base = side({}, 1.0, "baseline", 3)
+    cand = side({}, 1.0, "candidate", 4)
+    comp = compare(base, cand)
+    by_layer = {lt.layer_type: lt.time_ratio for lt in comp.layer_types}
+    mix = mix_of([gpu_trace({"gemm": 0.14, "norm": 0.28, "elementwise": 0.28}, 1.0, 0.3, 0.2)])
+    overhead = floor_call_ratio([(w.baseline_id, w.candidate_id) for w in comp.workloads],
+                                base, cand)  # fmt: skip
+    pv = production_verdict(comp.layer_draws, by_layer, mix, overhead, margin=0.02)
+    assert pv.ratio == pytest.approx(1.0, abs=0.01)
+    assert pv.verdict in ("equivalent", "inconclusive") and pv.ci[0] < 1 < pv.ci[1]

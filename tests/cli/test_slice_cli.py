@@ -104,3 +104,18 @@ def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):
                   tmp_path / "s.json")  # fmt: skip
     assert r.returncode == 2 and "record_shapes=True" in r.stderr
     assert not (tmp_path / "s.json").exists()
+
+
+def test_a_trace_with_no_reproducible_op_is_refused_with_its_reasons(tmp_path):
+    # only a ReLU and a sigmoid: both mapped (elementwise), neither run by a suite kernel
+    x = torch.randn(64, 64)
+    with torch.profiler.profile(record_shapes=True) as prof:
+        for _ in range(5):
+            torch.sigmoid(torch.relu(x))
+    trace = tmp_path / "t.json"
+    prof.export_chrome_trace(str(trace))
+    assert reviewkit("trace", "import", trace, "--out", tmp_path / "sum").returncode == 0
+    r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--out",
+                  tmp_path / "s.json")  # fmt: skip
+    assert r.returncode == 2 and "can be reproduced by the suite's kernels" in r.stderr
+    assert "ops no suite kernel reproduces" in r.stderr and not (tmp_path / "s.json").exists()
