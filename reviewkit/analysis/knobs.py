@@ -166,6 +166,8 @@ ENVIRONMENT_FIELDS = (
     ("blas", "BLAS", ("cpu",), KERNELS, "the BLAS library behind CPU GEMMs"),
     ("driver", "GPU driver", ("cuda",), RUNTIME,
      "it can change clocks, launch latency and how PTX is compiled"),
+    ("cpu_allocator", "CPU allocator", ("cpu",), RUNTIME,
+     "whether a call faults in fresh pages: a 32 MiB output's 8192 faults cost a CPU add 7x"),
     ("python", "Python", ALL_DEVICES, RUNTIME,
      "the interpreter runs eager dispatch: overhead-bound workloads move with it"),
 )  # fmt: skip

@@ -28,7 +28,7 @@ from reviewkit.bundle import knobs
 from reviewkit.bundle.records import Run
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT
 from reviewkit.common.errors import UsageError
-from reviewkit.measure import compiled, device_time, overhead, runner, sensors
+from reviewkit.measure import allocator, compiled, device_time, overhead, runner, sensors
 from reviewkit.measure import rounds as rounds_mod
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.device_profile import obtain
@@ -143,9 +143,12 @@ def ab(
         "settings": {BASELINE: request.baseline, CANDIDATE: request.candidate},
     }
     docs = {}
-    with compiled.session() if base.compiler or cand.compiler else contextlib.nullcontext():
+    with (compiled.session() if base.compiler or cand.compiler else contextlib.nullcontext(),
+          allocator.steady_heap(device.type) as heap):
         _measure_sides(request, base, cand, docs, device, policy, pairs, plan, energy, started,
                        pairing, progress)
+    for doc in docs.values():
+        doc["environment"]["cpu_allocator"] = heap
     return docs[BASELINE], docs[CANDIDATE], pairing
 
 

@@ -21,8 +21,8 @@ from reviewkit.analysis.overhead import IN_COLLECTIVE_LATENCY, NOT_MEASURED
 from reviewkit.bundle.run import STATUS_ERROR, STATUS_NOT_RUN, STATUS_OK
 from reviewkit.common.errors import ReviewkitError, UsageError
 from reviewkit.common.hashing import sha256_json
+from reviewkit.measure import allocator, runner
 from reviewkit.measure import rounds as rounds_mod
-from reviewkit.measure import runner
 from reviewkit.measure.device import (
     device_fingerprint,
     first_line,
@@ -282,7 +282,11 @@ def run(request: DistributedRequest, on_progress=None) -> dict | None:
             f"({first_line(exc)}); check that every rank was started and can reach it"
         ) from None
     try:
-        return _measure(request, info, device, backend, specs, progress)
+        with allocator.steady_heap(device.type) as heap:
+            doc = _measure(request, info, device, backend, specs, progress)
+        if doc is not None:
+            doc["environment"]["cpu_allocator"] = heap
+        return doc
     finally:
         signal.signal(signal.SIGTERM, previous)
 

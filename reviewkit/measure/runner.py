@@ -29,6 +29,7 @@ from reviewkit.bundle.run import (
 from reviewkit.common.errors import UsageError
 from reviewkit.measure import compiled, environment, memory_fit, overhead, projection, sensors
 from reviewkit.measure import rounds as rounds_mod
+from reviewkit.measure.allocator import steady_heap
 from reviewkit.measure.calibration import low_precision_unavailable
 from reviewkit.measure.device import (
     device_fingerprint,
@@ -509,9 +510,9 @@ def run(
     energy = energy_source(device, powercap)
     started = time.time()
     mapping = KnobMapping(dict(request.settings), request.dtypes)
-    with mapping.active():
+    with mapping.active(), steady_heap(device.type) as heap:
         doc = new_run_doc(request, device, energy, powercap, policy, plan_of_rounds, started)
-        doc["knobs"] = mapping.knobs(doc["knobs"])
+        doc["knobs"], doc["environment"]["cpu_allocator"] = mapping.knobs(doc["knobs"]), heap
         threads = torch.get_num_threads()
         doc["workloads"] = [
             base_record(s, reproduce_command(s, request.profile, device, threads, mapping.settings,

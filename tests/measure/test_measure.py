@@ -1,5 +1,7 @@
 """The measuring stage on the real CPU: failures as data, budgets, interruption, device errors."""
 
+import platform
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -57,6 +59,10 @@ def test_environment_and_knobs_recorded(smoke_run):
     env, knobs = run.environment, run.knobs
     assert env["torch_version"] == torch.__version__
     assert env["cpu_logical_cores"] >= 1 and env["os"]
+    # what the run did with glibc's heap while it measured, or why it left it (measure/allocator)
+    libc, version = platform.libc_ver()
+    expected = f"glibc {version}" if libc == "glibc" else (libc or "an unknown C library")
+    assert env["cpu_allocator"].startswith(expected)
     assert knobs["threads"] == torch.get_num_threads()
     assert knobs["dtypes"] == ["fp32", "bf16"]
     assert knobs["compile_mode"] == "eager" and knobs["device"] == "cpu"
