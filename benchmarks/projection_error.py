@@ -31,6 +31,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from reviewkit.analysis.causal_work import causal_seqs
 from reviewkit.analysis.efficiency_fit import points_of, variant_of
 from reviewkit.analysis.project import (
     TargetWorkload,
@@ -79,7 +80,8 @@ def evaluate(fit_paths: Sequence[Path], held_path: Path, platform: str | None,
         device = device_of_run(fits[0][1], fits[0][0])
     # each held-out workload as its own bundle records it: analytic FLOPs, bytes, kernel
     targets = [TargetWorkload(w.id, w.layer_type, w.dtype, w.flops, w.bytes,
-                              variant_of(w.kernel, w.params))
+                              variant_of(w.kernel, w.params),
+                              causal_seqs=causal_seqs(w.kernel, w.params))
                for w in (measured[i] for i in held_out)]  # fmt: skip
     rows = []
     for r in project(targets, [device], points, run_noise_sd(run for _, run in fits)):

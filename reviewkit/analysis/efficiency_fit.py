@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reviewkit.analysis.analysed import AnalysedRun, AnalysedWorkload
+from reviewkit.analysis.causal_work import causal_seqs, work_ratio
 from reviewkit.analysis.ceilings import SET_THE_CEILING
 
 # Neighbours a prediction averages over. The quick profile measures 8 GEMMs and 9 attention
@@ -33,11 +34,11 @@ WEIGHT_SOFTENING_DECADES = 0.1
 # How much farther from the measured data costs: each decade (10x in intensity or t_roof, or the
 # decade a dtype or variant mismatch counts) between the target and its nearest measured point
 # widens the 80% interval by this factor on each side. Chosen on the committed quick runs left
-# one out, never on the held-out sets: their 80% intervals cover 86% (2-core EPYC, recorded
-# 2026-12-04), 82% (the same VM's quick run of 2026-12-05) and 72% (H200) at 1.1; 89%, 90% and
-# 76% at 1.2; 83%, 80% and 70% at 1.05. tests/analysis/test_efficiency_fit.py holds the first
+# one out, never on the held-out sets: their 80% intervals cover 88% (2-core EPYC, recorded
+# 2026-12-04), 83% (the same VM's quick run of 2026-12-05) and 72% (H200) at 1.1; 84%, 81% and
+# 70% at 1.05; 90%, 86% and 73% at 1.15. tests/analysis/test_efficiency_fit.py holds the first
 # and the third in 70-90%; the held-out full shapes (benchmarks/projection_error.py) are
-# covered 86% in fp32 and in bf16.
+# covered 89% in fp32 and 86% in bf16.
 WIDENING_PER_DECADE = 1.1
 # An 80% two-sided interval of a normal spans this many standard deviations each side.
 Z_80 = 1.2816
@@ -137,20 +138,25 @@ def point_distance(p: EfficiencyPoint, coords: tuple[float, float], dtype: str,
                       VARIANT_MISMATCH_DECADES if p.variant != variant else 0.0)  # fmt: skip
 
 
-def point_of(w: AnalysedWorkload, device: str, fingerprint: str | None) -> EfficiencyPoint | None:
+def point_of(w: AnalysedWorkload, device: str, fingerprint: str | None,
+             device_kind: str = "") -> EfficiencyPoint | None:  # fmt: skip
     """The workload as a fit point, or None where it has no roof to share (not measured, no
-    ceiling for its dtype, or a collective whose time is communication)."""
+    ceiling for its dtype, or a collective whose time is communication). A causal call whose
+    kernel computes whole blocks on this kind of device is taken at the FLOPs it computes
+    (causal_work), so its share is the kernel's and not a mask's."""
     if not w.measured or w.compute_time_s is None or w.memory_time_s is None or not w.stats:
         return None
     d = w.decomposition
     if d is None or d.communication_time_s > 0 or w.layer_type == "collective":
         return None
-    roof = max(w.compute_time_s, w.memory_time_s)
+    ratio = work_ratio(causal_seqs(w.kernel, w.params), device_kind)
+    compute_s = w.compute_time_s * ratio
+    roof = max(compute_s, w.memory_time_s)
     t = w.stats.p50_s
     if roof <= 0 or t <= 0:
         return None
     overhead = d.overhead_time_s
-    notes = []
+    notes = [f"its causal kernel computes {ratio:.3g}x the counted pairs"] if ratio != 1 else []
     if overhead is None:
         kernel = t
         notes.append("overhead not measured: s = t_roof / t, a lower bound")
@@ -173,21 +179,22 @@ def point_of(w: AnalysedWorkload, device: str, fingerprint: str | None) -> Effic
         elif share < MIN_SHARE:
             notes.append(f"s = {share:.3g} clamped to {MIN_SHARE:g}")
             share = MIN_SHARE
-    intensity = w.flops / max(w.bytes, 1.0)  # as a target's: no infinite intensity
+    intensity = w.flops * ratio / max(w.bytes, 1.0)  # as a target's: no infinite intensity
     return EfficiencyPoint(
         workload=w.id, layer_type=w.layer_type, dtype=w.compute_dtype, device=device,
         fingerprint=fingerprint, arithmetic_intensity=intensity,
         variant=variant_of(w.kernel, w.params),
         roof_time_s=roof, time_s=t, overhead_s=overhead, share=share, note="; ".join(notes),
         memory_bytes_per_s=w.bytes / w.memory_time_s if w.memory_time_s > 0 else None,
-        memory_bound=w.memory_time_s >= w.compute_time_s,
+        memory_bound=w.memory_time_s >= compute_s,
     )  # fmt: skip
 
 
 def points_of(run: AnalysedRun) -> tuple[EfficiencyPoint, ...]:
     """Every usable measured workload of an analysed run as a fit point, in run order."""
     device, fingerprint = run.device_label, run.fingerprint.get("hash")
-    found = (point_of(w, device, fingerprint) for w in run.measured_workloads)
+    found = (point_of(w, device, fingerprint, run.device_type or "")
+             for w in run.measured_workloads)  # fmt: skip
     return tuple(p for p in found if p is not None)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewkit.analysis.analysed import AnalysedRun
+from reviewkit.analysis.causal_work import work_ratio
 from reviewkit.analysis.efficiency_fit import (
     MIN_DTYPE_POINTS,
     NEIGHBOURS,
@@ -34,9 +35,9 @@ OVERHEAD_NOT_MEASURED = "not measured (0 added)"
 # hand (issue 34), and a CPU's and a GPU's shares at one roof time differ by 2x and more. A
 # borrowed efficiency's 80% interval is widened by this factor on each side: with it the
 # committed H200 sample's 96 workloads projected from the EPYC quick run of 2026-12-04 fall in
-# their intervals 78% of the time, and the reverse 68% (67% and 68% from and onto the EPYC's
+# their intervals 76% of the time, and the reverse 65% (65% and 64% from and onto the EPYC's
 # quick run of 2026-12-05); at 2.0, with the fit's intervals from the trend line's own
-# leave-one-out error, 64% and 62% (benchmarks/projection_error.py --platform).
+# leave-one-out error, 58% and 58% (benchmarks/projection_error.py --platform).
 BORROWED_WIDENING = 3.0
 # The run-to-run standard deviation a run without its device's recorded figure is given: the
 # default rubric's run_to_run_sd (this project's VM, docs/metrics.md).
@@ -64,6 +65,7 @@ class TargetDevice:
     levels: tuple[MemoryLevel, ...]
     fingerprint: str | None = None  # the device fingerprint hash where measured
     source: str = ""  # where its figures come from, in words
+    kind: str = ""  # cpu, cuda, gpu, tpu...: what its kernels are (causal_work), "" unknown
 
     def level_for(self, working_set_bytes: float) -> MemoryLevel:
         """The smallest level that holds the working set (analysis/roofline.py's rule)."""
@@ -86,6 +88,7 @@ def target_device(
     *,
     fingerprint: str | None = None,
     source: str = "",
+    kind: str = "",
 ) -> TargetDevice:
     """A target device from its figures: peak FLOP/s per dtype (a dtype left out, or None, has
     no peak and projects as "not available"), main memory's bandwidth, and any caches as
@@ -97,11 +100,11 @@ def target_device(
     levels = tuple(MemoryLevel(n, int(c), float(b)) for n, c, b in caches)
     peaks = {d: float(p) for d, p in peak_flops_per_s.items() if p and p > 0}
     return TargetDevice(name, peaks, (*levels, MemoryLevel(MAIN_MEMORY, None,
-                        float(main_memory_bytes_per_s))), fingerprint, source)  # fmt: skip
+                        float(main_memory_bytes_per_s))), fingerprint, source, kind)  # fmt: skip
 
 
 def device_from_ceilings(
-    name: str, ceilings: Mapping[str, Any], fingerprint: str | None, source: str
+    name: str, ceilings: Mapping[str, Any], fingerprint: str | None, source: str, kind: str = ""
 ) -> TargetDevice:
     """A target device from a run's (or a device profile's) `ceilings`, read as the analysis
     reads them: main memory at the `bandwidth` ceiling, the cache levels of `memory` before it."""
@@ -114,18 +117,19 @@ def device_from_ceilings(
     if not main:
         raise UsageError(f"{name}: its ceilings have no main-memory bandwidth; expected a "
                          "measured `bandwidth` ceiling: calibrate the device")  # fmt: skip
-    dev = target_device(name, peaks, main, caches, fingerprint=fingerprint, source=source)
+    dev = target_device(name, peaks, main, caches, fingerprint=fingerprint, source=source,
+                        kind=kind)  # fmt: skip
     if levels:  # keep main memory's own name (dram, hbm)
         main_level = MemoryLevel(str(levels[-1].get("level") or MAIN_MEMORY), None, float(main))
         dev = TargetDevice(dev.name, dev.peak_flops_per_s, (*dev.levels[:-1], main_level),
-                           dev.fingerprint, dev.source)  # fmt: skip
+                           dev.fingerprint, dev.source, kind)  # fmt: skip
     return dev
 
 
 def device_of_run(run: AnalysedRun, path: str) -> TargetDevice:
     """A --from run's own device, at the ceilings its analysis divided by."""
     return device_from_ceilings(run.device_label, run.ceilings or {}, run.fingerprint.get("hash"),
-                                f"the ceilings of {path}")  # fmt: skip
+                                f"the ceilings of {path}", run.device_type or "")  # fmt: skip
 
 
 def device_of_platform(platform: Platform, fingerprint: str | None = None) -> TargetDevice:
@@ -144,7 +148,8 @@ def device_of_platform(platform: Platform, fingerprint: str | None = None) -> Ta
     kinds = sorted({fig.kind for fig in (*platform.peak_dense_flops_per_s.values(), bandwidth)})
     return target_device(platform.name, peaks, float(bandwidth.value),  # type: ignore[arg-type]
                          fingerprint=fingerprint or platform.fingerprint,
-                         source=f"platform table: {platform.key} ({', '.join(kinds)})")
+                         source=f"platform table: {platform.key} ({', '.join(kinds)})",
+                         kind=platform.device)
 
 
 def device_of_profile(path: Path) -> TargetDevice:
@@ -155,7 +160,7 @@ def device_of_profile(path: Path) -> TargetDevice:
     name = str(doc.get("device_name") or doc["fingerprint"].get("label") or path.stem)
     ceilings = profile.ceilings_of(doc, "pinned", path)
     return device_from_ceilings(name, ceilings, doc["fingerprint"].get("hash"),
-                                f"device profile {path}")  # fmt: skip
+                                f"device profile {path}", str(doc.get("device") or ""))  # fmt: skip
 
 
 def run_noise_sd(runs: Iterable[AnalysedRun]) -> float:
@@ -183,6 +188,7 @@ class TargetWorkload:
     variant: str = ""  # efficiency_fit.variant_of its kernel and params
     count: int = 1
     phase: str = ""
+    causal_seqs: tuple[int, int] | None = None  # causal_work.causal_seqs of its kernel, params
 
 
 @dataclass(frozen=True)
@@ -247,7 +253,9 @@ def project_one(
     if not chosen:
         return Projected(**base, label=NOT_AVAILABLE, reason=note)
     level = device.level_for(t.bytes)
-    compute_s = t.flops / peak if t.flops > 0 and peak else 0.0
+    # a causal kernel that computes whole blocks on this device is priced at what it computes
+    ratio = work_ratio(t.causal_seqs, device.kind)
+    compute_s = t.flops * ratio / peak if t.flops > 0 and peak else 0.0
     memory_s = t.bytes / level.bandwidth_bytes_per_s
     roof = max(compute_s, memory_s)
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
@@ -256,7 +264,7 @@ def project_one(
               if label == MEASURED else None)  # fmt: skip
     # size is the roof time on the device it runs on (efficiency_fit's docstring says why)
     # a workload of no bytes (none in the suite) is taken as moving one: no infinite intensity
-    pred = predict(chosen, t.flops / max(t.bytes, 1.0), roof, dtype=t.dtype,
+    pred = predict(chosen, t.flops * ratio / max(t.bytes, 1.0), roof, dtype=t.dtype,
                    variant=t.variant, noise_sd=noise_sd, extra_log_width=extra, pooled=pooled,
                    note=note, memory=memory)  # fmt: skip
     o = overhead_of(chosen, t.layer_type)
@@ -340,7 +348,10 @@ class Projection:
                 "through the nearest points of the target's dtype and kernel variant, else the "
                 "distance-weighted mean of the nearest neighbours; t_roof on the device the "
                 "work runs on; on the points' own device a memory-bound point keeps its "
-                "achieved bytes/s up to the target level's bandwidth",
+                "achieved bytes/s up to the target level's bandwidth; a causal call on a CPU "
+                "at the FLOPs its blocked kernel computes (causal_work)",
+                "interval_basis": "the trend line's leave-one-out residuals (the neighbours' "
+                "spread without a line), widened per decade to the nearest point",
                 "neighbours": NEIGHBOURS, "trend_points": TREND_POINTS,
                 "min_dtype_points": MIN_DTYPE_POINTS,
                 "weight_softening_decades": WEIGHT_SOFTENING_DECADES,

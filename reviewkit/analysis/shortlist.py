@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from reviewkit.analysis.causal_work import causal_seqs
 from reviewkit.analysis.efficiency_fit import EfficiencyPoint, variant_of
 from reviewkit.analysis.hardware import FAR_BELOW_FP32
 from reviewkit.analysis.project import (
@@ -145,7 +146,7 @@ class Candidate:
 def _targets(req: Request, tp: int) -> list[TargetWorkload]:
     return [TargetWorkload(w.spec.id, w.spec.layer_type, w.spec.dtype, w.spec.flops,
                            w.spec.bytes, variant_of(w.spec.kernel, w.spec.params), w.count,
-                           w.phase)
+                           w.phase, causal_seqs(w.spec.kernel, w.spec.params))
             for w in phase_workloads(req.model, req.batch, req.context, req.dtype, tp)]  # fmt: skip
 
 

@@ -31,6 +31,7 @@ DASH = "\u2013"  # the en dash between an interval's ends
 def _trace_targets(summaries: list[Path]) -> tuple[list[TargetWorkload], dict]:
     """Production's op mix as targets: every shape of the summaries the suite's kernels
     reproduce, run as many times as production ran it; the rest named by reason."""
+    from reviewkit.analysis.causal_work import causal_seqs
     from reviewkit.analysis.efficiency_fit import variant_of
     from reviewkit.analysis.project import TargetWorkload
     from reviewkit.evidence.trace.diff import load_summary
@@ -40,7 +41,8 @@ def _trace_targets(summaries: list[Path]) -> tuple[list[TargetWorkload], dict]:
                  TRACE_MAX_WORKLOADS)  # fmt: skip
     rows = [TargetWorkload(w["id"], w["layer_type"], w["dtype"],
                            w["matmul_flops"] + w["other_flops"], w["bytes"],
-                           variant_of(w["kernel"], w["params"]), w["production"]["count"])
+                           variant_of(w["kernel"], w["params"]), w["production"]["count"],
+                           causal_seqs=causal_seqs(w["kernel"], w["params"]))
             for w in doc["workloads"]]  # fmt: skip
     if not rows:
         raise UsageError(f"--trace-summary: no op of {', '.join(map(str, summaries))} can be "
@@ -57,6 +59,7 @@ def _targets(
     batch: int | None, context: int | None, measured_dtypes: list[str],
     trace_summary: list[Path] | None = None,
 ) -> tuple[list[TargetWorkload], dict]:  # fmt: skip
+    from reviewkit.analysis.causal_work import causal_seqs
     from reviewkit.analysis.efficiency_fit import variant_of
     from reviewkit.analysis.project import TargetWorkload
     from reviewkit.suite import workloads as suite
@@ -81,7 +84,9 @@ def _targets(
             d for d in suite.DTYPES if d in measured_dtypes] or list(suite.DTYPES)  # fmt: skip
         specs = suite.plan_specs(profile, dtypes, only)
         rows = [TargetWorkload(s.id, s.layer_type, s.dtype, s.flops, s.bytes,
-                               variant_of(s.kernel, s.params)) for s in specs]  # fmt: skip
+                               variant_of(s.kernel, s.params),
+                               causal_seqs=causal_seqs(s.kernel, s.params))
+                for s in specs]  # fmt: skip
         return rows, {"kind": "profile", "profile": profile, "only": only, "dtypes": dtypes}
     from reviewkit.suite.model_targets import OMITTED, decoder_config, phase_workloads
 
@@ -94,7 +99,7 @@ def _targets(
     context = DEFAULT_CONTEXT if context is None else context
     rows = [TargetWorkload(w.spec.id, w.spec.layer_type, w.spec.dtype, w.spec.flops,
                            w.spec.bytes, variant_of(w.spec.kernel, w.spec.params), w.count,
-                           w.phase)
+                           w.phase, causal_seqs(w.spec.kernel, w.spec.params))
             for w in phase_workloads(cfg, batch, context, dtypes[0])]  # fmt: skip
     return rows, {"kind": "model", "model": cfg.name, "config": {
         "hidden_size": cfg.hidden, "num_attention_heads": cfg.heads,
