@@ -17,6 +17,7 @@ from reviewkit.common.errors import UsageError
 from reviewkit.evidence import drift
 from reviewkit.evidence import files as evidence
 from reviewkit.measure import environment, sensors
+from reviewkit.measure.allocator import steady_heap
 from reviewkit.measure.device import device_timed, resolve_device
 from reviewkit.measure.runner import (
     SAMPLE_RESOLUTION_DIGITS,  # nanoseconds, as run bundles store samples
@@ -355,7 +356,9 @@ def run_soak(
     domains, rapl_ok = rapl()
     meter = sensors.EnergyMeter(domains) if rapl_ok.available else None
     complete = False
-    with torch.inference_mode():
+    # the CPU heap held as `run` holds it (measure/allocator.py): no call faults in fresh pages
+    with torch.inference_mode(), steady_heap(dev.type) as heap:
+        doc["environment"]["cpu_allocator"] = heap
         warm, begin = [], clock()
         try:
             # the policy's warm-up drains one-off costs (allocator, primitive creation) only:

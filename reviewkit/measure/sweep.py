@@ -40,6 +40,7 @@ def run_sweep(
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Single-stream, offline and server levels for every selected workload."""
+    from reviewkit.measure.allocator import steady_heap
     from reviewkit.measure.device import resolve_device, synchroniser
     from reviewkit.measure.runner import knobs
 
@@ -56,33 +57,35 @@ def run_sweep(
     progress = on_progress or (lambda *_: None)
     results = []
     started = time.time()
-    for i, spec in enumerate(specs):
-        row = {
-            "id": spec.id,
-            "layer_type": spec.layer_type,
-            "dtype": spec.dtype,
-            "params": spec.params,
-            "flops": spec.flops,
-            "reproduce": reproduce_command(spec.id, profile, device, dtype, sla_p99_s),
-        }
-        try:
-            fn = kernels.build(spec, dev)
+    # the CPU heap held as `run` holds it (measure/allocator.py): no call faults in fresh pages
+    with steady_heap(dev.type) as heap:
+        for i, spec in enumerate(specs):
+            row = {
+                "id": spec.id,
+                "layer_type": spec.layer_type,
+                "dtype": spec.dtype,
+                "params": spec.params,
+                "flops": spec.flops,
+                "reproduce": reproduce_command(spec.id, profile, device, dtype, sla_p99_s),
+            }
+            try:
+                fn = kernels.build(spec, dev)
 
-            def call(fn=fn) -> None:
-                fn()
-                sync()
+                def call(fn=fn) -> None:
+                    fn()
+                    sync()
 
-            def label(text: str, i=i, spec=spec) -> None:
-                progress(f"{spec.id}: {text}", i, len(specs))
+                def label(text: str, i=i, spec=spec) -> None:
+                    progress(f"{spec.id}: {text}", i, len(specs))
 
-            with torch.inference_mode():
-                for _ in range(2):  # warm-up: allocator growth, oneDNN primitive creation
-                    call()
-                sweep = loadgen.Sweep(call, rules, on_level=label)
-                row.update(status=STATUS_OK, reason="", **sweep.run(sla_p99_s))
-        except Exception as exc:  # a failure is data: record it, go on
-            row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:300])
-        results.append(row)
+                with torch.inference_mode():
+                    for _ in range(2):  # warm-up: allocator growth, oneDNN primitive creation
+                        call()
+                    sweep = loadgen.Sweep(call, rules, on_level=label)
+                    row.update(status=STATUS_OK, reason="", **sweep.run(sla_p99_s))
+            except Exception as exc:  # a failure is data: record it, go on
+                row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:300])
+            results.append(row)
     progress("done", len(specs), len(specs))
     return {
         **evidence.header(KIND, started),
@@ -90,7 +93,8 @@ def run_sweep(
         "profile": profile,
         "device": str(dev),
         "suite": suite.suite_identity().to_json(),
-        "environment": {**environment.host_facts(), "torch_version": torch.__version__},
+        "environment": {**environment.host_facts(), "torch_version": torch.__version__,
+                        "cpu_allocator": heap},
         "knobs": knobs(dev, (dtype,), profile),
         "schedule": {
             "seed": loadgen.SCHEDULE_SEED,

@@ -156,6 +156,8 @@ def test_cli_sweep_smoke_writes_a_versioned_result(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc == json.loads(out.read_text())
     assert doc["kind"] == "reviewkit.sweep" and doc["schema_version"] == 1
+    # the CPU heap held as `run` holds it, or said why not (measure/allocator.py)
+    assert doc["environment"]["cpu_allocator"].split(":")[0].startswith(("glibc", "musl", "an "))
     (w,) = doc["workloads"]
     assert w["status"] == "ok" and w["id"].startswith("model.")
     for lv in [w["single-stream"], w["offline"], *w["server"]]:

@@ -51,6 +51,8 @@ def test_real_smoke_soak_document(real_soak, tmp_path):
         f"reviewkit soak --profile smoke --device cpu --workload {spec.id} --window-s 0.5"
     )
     assert doc["environment"]["torch_version"] and doc["tool"]["name"] == "reviewkit"
+    # the CPU heap held as `run` holds it, or said why not (measure/allocator.py)
+    assert doc["environment"]["cpu_allocator"].split(":")[0].startswith(("glibc", "musl", "an "))
     assert len(doc["warmup_samples_s"]) >= 1
     subs = doc["subwindows"]
     assert [s["index"] for s in subs] == [0, 1, 2, 3, 4]
