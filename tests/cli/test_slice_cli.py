@@ -94,14 +94,19 @@ def test_ab_measures_a_lower_precision_on_productions_own_shapes(sliced, tmp_pat
     assert base["slice"]["hash"] == cand["slice"]["hash"]
 
 
-def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):
-    with torch.profiler.profile() as prof:  # record_shapes off: no Input Dims
-        torch.nn.functional.linear(torch.randn(8, 8), torch.randn(8, 8))
+def _slice_of(prof, tmp_path) -> subprocess.CompletedProcess:
+    """`trace slice` of the profile's trace, once imported (which must succeed)."""
     trace = tmp_path / "t.json"
     prof.export_chrome_trace(str(trace))
     assert reviewkit("trace", "import", trace, "--out", tmp_path / "sum").returncode == 0
-    r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--out",
-                  tmp_path / "s.json")  # fmt: skip
+    return reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--out",
+                     tmp_path / "s.json")  # fmt: skip
+
+
+def test_a_trace_without_shapes_cannot_be_sliced(tmp_path):
+    with torch.profiler.profile() as prof:  # record_shapes off: no Input Dims
+        torch.nn.functional.linear(torch.randn(8, 8), torch.randn(8, 8))
+    r = _slice_of(prof, tmp_path)
     assert r.returncode == 2 and "record_shapes=True" in r.stderr
     assert not (tmp_path / "s.json").exists()
 
@@ -112,10 +117,6 @@ def test_a_trace_with_no_reproducible_op_is_refused_with_its_reasons(tmp_path):
     with torch.profiler.profile(record_shapes=True) as prof:
         for _ in range(5):
             torch.sigmoid(torch.relu(x))
-    trace = tmp_path / "t.json"
-    prof.export_chrome_trace(str(trace))
-    assert reviewkit("trace", "import", trace, "--out", tmp_path / "sum").returncode == 0
-    r = reviewkit("trace", "slice", tmp_path / "sum" / "trace_summary.json", "--out",
-                  tmp_path / "s.json")  # fmt: skip
+    r = _slice_of(prof, tmp_path)
     assert r.returncode == 2 and "can be reproduced by the suite's kernels" in r.stderr
     assert "ops no suite kernel reproduces" in r.stderr and not (tmp_path / "s.json").exists()

@@ -8,6 +8,7 @@ from evidencedocs import FakeClock
 
 from reviewkit.evidence import loadgen
 from reviewkit.evidence.loadgen import Level, Validity
+from reviewkit.measure import allocator
 
 
 def test_poisson_rate_and_seed_reproducibility():
@@ -157,7 +158,8 @@ def test_cli_sweep_smoke_writes_a_versioned_result(tmp_path):
     assert doc == json.loads(out.read_text())
     assert doc["kind"] == "reviewkit.sweep" and doc["schema_version"] == 1
     # the CPU heap held as `run` holds it, or said why not (measure/allocator.py)
-    assert doc["environment"]["cpu_allocator"].split(":")[0].startswith(("glibc", "musl", "an "))
+    held = allocator._glibc()[0] is not None and not allocator.user_settings()
+    assert (allocator.WHY in doc["environment"]["cpu_allocator"]) == held
     (w,) = doc["workloads"]
     assert w["status"] == "ok" and w["id"].startswith("model.")
     for lv in [w["single-stream"], w["offline"], *w["server"]]:

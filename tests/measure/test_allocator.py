@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,8 +66,6 @@ def test_a_held_heap_faults_in_no_fresh_pages_per_call():
 
 @pytest.mark.skipif(allocator._glibc()[0] is None, reason="glibc's malloc only")
 def test_settings_the_environment_makes_are_left_alone_and_recorded():
-    import os
-
     env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "131072"}
     seen = _probe(env)
     assert seen["said"].endswith("as the environment sets it (MALLOC_TRIM_THRESHOLD_)")
