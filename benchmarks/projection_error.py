@@ -1,10 +1,13 @@
 """Benchmark: `reviewkit project`'s error on measured workloads the fit never saw.
 
-    .venv/bin/python benchmarks/projection_error.py --fit RUN [--fit RUN ...] --held-out RUN
-        [--platform KEY | --onto fit|held-out] [--json]
+    .venv/bin/python benchmarks/projection_error.py --fit RUN [--fit RUN ...]
+        --held-out RUN [--held-out RUN ...] [--platform KEY | --onto fit|held-out] [--json]
 
-Held out means the workload ids of the --held-out run that no --fit run measured; they are
+Held out means the workload ids of a --held-out run that no --fit run measured; they are
 listed (and counted) before the fit is made, and the fit sees only the --fit runs' points.
+Several --held-out runs (the fp32 and the bf16 shapes, say) are one held-out set: the summary
+and the targets are over all their workloads together, each run's own summary beside it (a
+workload in two of them is refused: it would count twice).
 
 - Same device (no --platform): the --held-out run must be on the fit runs' device fingerprint
   (refused otherwise); each held-out workload is projected onto that device and compared with
@@ -31,8 +34,9 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from reviewkit.analysis.analysed import AnalysedRun
 from reviewkit.analysis.causal_work import causal_seqs
-from reviewkit.analysis.efficiency_fit import points_of, variant_of
+from reviewkit.analysis.efficiency_fit import EfficiencyPoint, points_of, variant_of
 from reviewkit.analysis.project import (
     TargetWorkload,
     device_of_platform,
@@ -57,12 +61,49 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return s[max(1, math.ceil(q * len(s))) - 1]
 
 
-def evaluate(fit_paths: Sequence[Path], held_path: Path, platform: str | None,
+def evaluate(fit_paths: Sequence[Path], held_paths: Path | Sequence[Path], platform: str | None,
              onto: str = "fit") -> dict:  # fmt: skip
+    """Project every held-out workload of each held-out run and compare; the summary is over
+    all of them together (one held-out set), with each run's own beside it."""
+    held_paths = [held_paths] if isinstance(held_paths, Path) else list(held_paths)
     fits = [(str(p), analyse_run(load_run(p))) for p in fit_paths]
-    held = analyse_run(load_run(held_path))
     fit_ids = {w.id for _, run in fits for w in run.workloads}
     fingerprints = {run.fingerprint.get("hash") for _, run in fits}
+    # the fit sees the fit runs only: fitted once, before any held-out run is read
+    points = [p for _, run in fits for p in points_of(run)]
+    noise_sd = run_noise_sd(run for _, run in fits)
+    rows: list[dict] = []
+    held_ids: list[str] = []
+    by_run = {}
+    device_name = ""
+    for held_path in held_paths:
+        run_rows, ids, device_name = _compare(fits, fit_ids, fingerprints, points, noise_sd,
+                                              held_path, platform, onto)  # fmt: skip
+        twice = sorted(set(ids) & set(held_ids))
+        if twice:
+            raise SystemExit(f"{held_path}: workload {twice[0]} is also in an earlier --held-out "
+                             "run; pass each held-out workload once")  # fmt: skip
+        rows += run_rows
+        held_ids += ids
+        by_run[str(held_path)] = summarise(run_rows, platform is None)
+    return {
+        "fit": [p for p, _ in fits], "held_out_runs": [str(p) for p in held_paths],
+        "mode": (f"same device, onto the {onto} run's ceilings" if platform is None
+                 else f"across devices, onto {platform}"),
+        "device": device_name, "held_out_ids": held_ids,
+        "rows": rows, "summary": summarise(rows, platform is None),
+        "by_held_out_run": by_run,
+        "by_layer_type": {lt: summarise([r for r in rows if r["layer_type"] == lt], False)
+                          for lt in sorted({r["layer_type"] for r in rows})},
+    }  # fmt: skip
+
+
+def _compare(fits: Sequence[tuple[str, AnalysedRun]], fit_ids: set[str],
+             fingerprints: set[str | None], points: Sequence[EfficiencyPoint], noise_sd: float,
+             held_path: Path, platform: str | None, onto: str
+             ) -> tuple[list[dict], list[str], str]:  # fmt: skip
+    """One held-out run's rows, its held-out ids and the device they were projected onto."""
+    held = analyse_run(load_run(held_path))
     same_device = platform is None
     if same_device and held.fingerprint.get("hash") not in fingerprints:
         raise SystemExit(f"{held_path}: device fingerprint {held.fingerprint.get('hash')} is not "
@@ -70,8 +111,6 @@ def evaluate(fit_paths: Sequence[Path], held_path: Path, platform: str | None,
                          "for a projection across devices")  # fmt: skip
     measured = {w.id: w for w in held.measured_workloads if w.p50_s}
     held_out = sorted(i for i in measured if i not in fit_ids) if same_device else sorted(measured)
-    # the fit sees the fit runs only: listed above, fitted below
-    points = [p for _, run in fits for p in points_of(run)]
     if platform:
         device = device_of_platform(platform_table.platform(platform))
     elif onto == "held-out":
@@ -84,7 +123,7 @@ def evaluate(fit_paths: Sequence[Path], held_path: Path, platform: str | None,
                               causal_seqs=causal_seqs(w.kernel, w.params))
                for w in (measured[i] for i in held_out)]  # fmt: skip
     rows = []
-    for r in project(targets, [device], points, run_noise_sd(run for _, run in fits)):
+    for r in project(targets, [device], points, noise_sd):
         t = measured[r.id].p50_s
         if r.projected_s is None:
             rows.append({"id": r.id, "layer_type": r.layer_type, "measured_s": t,
@@ -93,16 +132,8 @@ def evaluate(fit_paths: Sequence[Path], held_path: Path, platform: str | None,
         rows.append({"id": r.id, "layer_type": r.layer_type, "measured_s": t,
                      "projected_s": r.projected_s, "low_s": r.low_s, "high_s": r.high_s,
                      "error": r.projected_s / t - 1, "covered": r.low_s <= t <= r.high_s,
-                     "label": r.label})  # fmt: skip
-    return {
-        "fit": [p for p, _ in fits], "held_out_run": str(held_path),
-        "mode": (f"same device, onto the {onto} run's ceilings" if same_device
-                 else f"across devices, onto {platform}"),
-        "device": device.name, "held_out_ids": held_out,
-        "rows": rows, "summary": summarise(rows, same_device),
-        "by_layer_type": {lt: summarise([r for r in rows if r["layer_type"] == lt], False)
-                          for lt in sorted({r["layer_type"] for r in rows})},
-    }  # fmt: skip
+                     "label": r.label, "held_out_run": str(held_path)})  # fmt: skip
+    return rows, held_out, device.name
 
 
 def summarise(rows: Sequence[dict], with_targets: bool) -> dict:
@@ -133,12 +164,13 @@ def _pct(x: float | None) -> str:
 
 def markdown(doc: dict) -> str:
     s = doc["summary"]
-    lines = [f"{doc['mode']}: {s['n']} held-out workloads of {doc['held_out_run']} projected "
-             f"onto {doc['device']} from {', '.join(doc['fit'])}"
+    lines = [f"{doc['mode']}: {s['n']} held-out workloads of {', '.join(doc['held_out_runs'])} "
+             f"projected onto {doc['device']} from {', '.join(doc['fit'])}"
              + (f" ({s['not_available']} not available)" if s["not_available"] else ""), "",
              "| layer type | n | median error | median abs error | p90 abs error | 80% coverage |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for lt, row in [*doc["by_layer_type"].items(), ("all", s)]:
+    runs = doc["by_held_out_run"] if len(doc["by_held_out_run"]) > 1 else {}
+    for lt, row in [*doc["by_layer_type"].items(), *runs.items(), ("all", s)]:
         lines.append(f"| {lt} | {row['n']} | {_pct(row.get('median_error'))} | "
                      f"{_pct(row.get('median_abs_error'))} | {_pct(row.get('p90_abs_error'))} | "
                      f"{_pct(row.get('coverage_80'))} |")  # fmt: skip
@@ -152,8 +184,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", type=Path, action="append", required=True,
                         help="a run the projection is fitted on (repeatable)")  # fmt: skip
-    parser.add_argument("--held-out", type=Path, required=True,
-                        help="the run whose workloads are projected and compared")  # fmt: skip
+    parser.add_argument("--held-out", type=Path, action="append", required=True,
+                        help="a run whose workloads are projected and compared (repeatable: "
+                        "the summary is over all of them together)")  # fmt: skip
     parser.add_argument("--platform", help="across devices: the platform table key to project onto")
     parser.add_argument("--onto", choices=("fit", "held-out"), default="fit",
                         help="same device: whose ceilings to project onto (default: the first "

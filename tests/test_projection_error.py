@@ -89,3 +89,29 @@ def test_onto_the_held_out_calibration_prices_at_the_held_out_runs_peak(script, 
     assert a["error"] == pytest.approx(1.0, rel=1e-6)
     assert b["error"] == pytest.approx(0.0, abs=1e-9)
     assert "onto the held-out run's ceilings" in onto_held["mode"]
+
+
+def test_several_held_out_runs_are_one_held_out_set(script, tmp_path):
+    # Fit at s = 0.5. Held out: 384 and 768 at s = 0.5 (error 0) in one run, 1536 at s = 0.4
+    # in another (error 0.4 / 0.5 - 1 = -20%). Together: three workloads, |error| 0, 0, 0.2, so
+    # the median is 0 and the nearest-rank p90 (k = ceil(0.9 x 3) = 3) is 0.2; each run's own
+    # summary stands beside it.
+    fit = _write(tmp_path / "fit", square_gemm_doc(0.5, None, (256, 512, 1024, 2048)))
+    exact = _write(tmp_path / "exact", square_gemm_doc(0.5, None, (384, 768)))
+    slow = _write(tmp_path / "slow", square_gemm_doc(0.4, None, (1536,)))
+    doc = script.evaluate([fit], [exact, slow], None)
+    assert doc["held_out_ids"] == ["gemm.sq384.fp32", "gemm.sq768.fp32", "gemm.sq1536.fp32"]
+    assert [r["error"] for r in doc["rows"]] == pytest.approx([0.0, 0.0, -0.2], abs=1e-9)
+    s = doc["summary"]
+    assert s["n"] == 3 and s["median_abs_error"] == pytest.approx(0.0, abs=1e-9)
+    assert s["p90_abs_error"] == pytest.approx(0.2, rel=1e-6)
+    assert doc["by_held_out_run"][str(slow)]["median_abs_error"] == pytest.approx(0.2, rel=1e-6)
+    assert f"| {slow} | 1 | -20.0% |" in script.markdown(doc)
+
+
+def test_a_workload_held_out_in_two_runs_is_refused(script, tmp_path):
+    fit = _write(tmp_path / "fit", square_gemm_doc(0.5, None, (256, 512, 1024)))
+    a = _write(tmp_path / "a", square_gemm_doc(0.5, None, (384,)))
+    b = _write(tmp_path / "b", square_gemm_doc(0.4, None, (384,)))
+    with pytest.raises(SystemExit, match=r"gemm\.sq384\.fp32 is also in an earlier --held-out"):
+        script.evaluate([fit], [a, b], None)

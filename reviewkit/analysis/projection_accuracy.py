@@ -109,7 +109,9 @@ def error_note(efficiency_label: str, table: Mapping[str, tuple[MeasuredError, .
 
 def error_brief(efficiency_label: str,
                 table: Mapping[str, tuple[MeasuredError, ...]] | None = None) -> str:  # fmt: skip
-    """The kind's median |error| of every case, short enough for a table cell ("median |error|
-    47% / 288%"); error_note says what each case was."""
+    """The range of the kind's median |error| over its cases, short enough for a table cell
+    ("median |error| 8%-10% (4 cases)"); error_note says what each case was."""
     cases = (table or shipped_errors())[kind_of(efficiency_label)]
-    return "median |error| " + " / ".join(f"{c.median_abs_error:.0%}" for c in cases)
+    low, high = (f"{f(c.median_abs_error for c in cases):.0%}" for f in (min, max))
+    span = low if low == high else f"{low}-{high}"
+    return f"median |error| {span}" + (f" ({len(cases)} cases)" if len(cases) > 1 else "")

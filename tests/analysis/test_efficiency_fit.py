@@ -186,16 +186,27 @@ def _point(workload: str, intensity: float, roof_s: float, share: float, *,
                                memory_bound)  # fmt: skip
 
 
-def test_the_trend_line_follows_a_share_that_grows_with_intensity():
+def test_the_trend_line_follows_a_share_that_grows_with_intensity(monkeypatch):
     # s x 1.25 for each 4x in intensity, one roof time: ln s is a line in log10 F/B, so at
-    # 1024 FLOP/B, one step past the last point, s = 0.5 x 1.25 = 0.625. The neighbours' mean
-    # cannot pass the largest share (0.5); the line comes within 8% of 0.625, short of it by
-    # the ridge's small pull towards flat, and within the reach of e^0.5 past 0.5
+    # 1024 FLOP/B, one step past the last point (256), s = 0.5 x 1.25 = 0.625. The neighbours'
+    # mean cannot pass the largest share (0.5); the line, carried that far, comes within 8% of
+    # 0.625, short of it by the ridge's small pull towards flat
     points = [_point(f"g{i}", 16.0 * 4**i, 1e-3, 0.32 * 1.25**i) for i in range(3)]
-    pred = fit.predict(points, 1024.0, 1e-3, dtype="fp32", variant="linear", noise_sd=0.0)
-    assert pred.trend_points == 3
-    assert 0.575 < pred.share < 0.625
-    assert pred.share_low < pred.share < pred.share_high
+    monkeypatch.setattr(fit, "TREND_SPAN_MARGIN_DECADES", math.inf)
+    carried = fit.predict(points, 1024.0, 1e-3, dtype="fp32", variant="linear", noise_sd=0.0)
+    assert carried.trend_points == 3
+    assert 0.575 < carried.share < 0.625
+    assert carried.share_low < carried.share < carried.share_high
+    # the line is carried 0.3 decades past its last point only: 1024 FLOP/B (0.6 past 256) and
+    # 10^5 are both read at 256 x 10^0.3 = 511 FLOP/B, where the line is 0.5 x 1.25^(0.3 /
+    # log10 4) = 0.5590 (less the ridge's pull)
+    monkeypatch.undo()
+    for intensity in (1024.0, 1e5):
+        pred = fit.predict(points, intensity, 1e-3, dtype="fp32", variant="linear",
+                           noise_sd=0.0)  # fmt: skip
+        assert pred.trend_points == 3
+        assert 0.54 < pred.share <= 0.5591
+        assert pred.share < carried.share
     # two points are too few for a line: the mean of them, under the larger share
     two = fit.predict(points[:2], 1024.0, 1e-3, dtype="fp32", variant="linear", noise_sd=0.0)
     assert two.trend_points == 0 and two.share < 0.4

@@ -16,14 +16,19 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_shipped_table_holds_both_kinds_and_matches_the_benchmark_it_cites():
     table = acc.shipped_errors()
     assert set(table) == {"measured", "borrowed"} and all(table.values())
-    # each same-device case: the workloads of its --held-out run that its --fit run lacks,
-    # counted here from the two bundles (28: the full shapes absent from quick, per dtype)
+    # each same-device case: the workloads of its --held-out runs that its --fit runs lack,
+    # counted here from the bundles (56: the full shapes absent from quick, 28 per dtype)
+    def ids(path: str) -> set[str]:
+        return {w["id"] for w in json.loads((ROOT / path / "run.json").read_text())["workloads"]}
+
     for case in table["measured"]:
         words = case.command.split()
-        fit_run, held_run = (words[words.index(flag) + 1] for flag in ("--fit", "--held-out"))
-        ids = [{w["id"] for w in json.loads((ROOT / path / "run.json").read_text())["workloads"]}
-               for path in (fit_run, held_run)]  # fmt: skip
-        assert case.held_out == len(ids[1] - ids[0]) == 28
+        runs = {flag: [words[i + 1] for i, w in enumerate(words) if w == flag]
+                for flag in ("--fit", "--held-out")}  # fmt: skip
+        fitted = set().union(*(ids(p) for p in runs["--fit"]))
+        held = [ids(p) - fitted for p in runs["--held-out"]]
+        assert case.held_out == sum(map(len, held)) == 56
+        assert [len(h) for h in held] == [28, 28]
 
 
 def test_a_label_finds_its_kind_and_every_case_of_it():
@@ -33,6 +38,19 @@ def test_a_label_finds_its_kind_and_every_case_of_it():
     note = acc.error_note("borrowed from B", {"measured": (), "borrowed": (case, case)})
     assert note == ("A from B: median |error| 25%, p90 50%, 80% intervals held 80% of 10 "
                     "held-out workloads; " * 2).rstrip("; ")
+
+
+def test_the_brief_is_the_range_of_the_cases_medians():
+    def case(median: float) -> acc.MeasuredError:
+        return acc.MeasuredError("measured", "c", 10, median, 0.5, 0.8, "B", "2026", "cmd")
+
+    def brief(*medians: float) -> str:
+        cases = tuple(case(m) for m in medians)
+        return acc.error_brief("measured", {"measured": cases, "borrowed": cases})
+
+    assert brief(0.25, 0.104, 0.5) == "median |error| 10%-50% (3 cases)"
+    assert brief(0.101, 0.099) == "median |error| 10% (2 cases)"  # both round to 10%
+    assert brief(0.25) == "median |error| 25%"
 
 
 @pytest.mark.parametrize("text,key", [
