@@ -39,6 +39,14 @@ OVERHEAD_NOT_MEASURED = "not measured (0 added)"
 # quick run of 2026-12-05); at 2.0, with the fit's intervals from the trend line's own
 # leave-one-out error, 58% and 58% (benchmarks/projection_error.py --platform).
 BORROWED_WIDENING = 3.0
+# A target whose kernel variant (sdpa_gqa where only sdpa ran) or roof term (a memory-bound
+# GEMV where every GEMM measured was compute-bound) no point of its layer type shares takes
+# its share from kernels that are not its own, as a borrowed one does from another device: its
+# interval is widened by the same factor, and its row says what was missing. On the 2-core
+# EPYC the quick run's compute-bound GEMMs (share 0.88) read `serving`'s decode GEMMs, which
+# stream their weights at 0.27 of main memory's roof, 2.3-3.2x fast, and its flash SDPA calls
+# the GQA decode calls, 11-18x fast (docs/benchmarks.md, "Projection error").
+UNMEASURED_KERNEL_WIDENING = BORROWED_WIDENING
 # The run-to-run standard deviation a run without its device's recorded figure is given: the
 # default rubric's run_to_run_sd (this project's VM, docs/metrics.md).
 DEFAULT_RUN_TO_RUN_SD = 0.08
@@ -229,6 +237,23 @@ def _same_device(p: EfficiencyPoint, device: TargetDevice) -> bool:
     return p.device == device.name
 
 
+def _unmeasured(chosen: Sequence[EfficiencyPoint], t: TargetWorkload, memory_bound: bool) -> str:
+    """What the target's kernel has that none of the points it is projected from had: its
+    kernel variant, or its roof term (memory- or compute-bound); "" when they had both."""
+    missing = []
+    if all(p.variant != t.variant for p in chosen):
+        ran = ", ".join(sorted({p.variant for p in chosen}))
+        missing.append(f"its kernel ({t.variant}) was never measured: the share is {ran}'s")
+    if all(p.memory_bound != memory_bound for p in chosen):
+        bound = "memory" if memory_bound else "compute"
+        other = "compute" if memory_bound else "memory"
+        missing.append(f"no {bound}-bound {t.layer_type} was measured: the share is "
+                       f"{other}-bound kernels'")  # fmt: skip
+    if not missing:
+        return ""
+    return "; ".join(missing) + f" (interval widened {UNMEASURED_KERNEL_WIDENING:g}x)"
+
+
 def project_one(
     t: TargetWorkload, device: TargetDevice, points: Sequence[EfficiencyPoint], noise_sd: float
 ) -> Projected:
@@ -259,6 +284,10 @@ def project_one(
     memory_s = t.bytes / level.bandwidth_bytes_per_s
     roof = max(compute_s, memory_s)
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
+    unmeasured = _unmeasured(chosen, t, memory_s >= compute_s)
+    if unmeasured:
+        note = "; ".join(filter(None, (note, unmeasured)))
+        extra += math.log(UNMEASURED_KERNEL_WIDENING)
     # a level's achieved rate carries to another level of the same device only (share_at)
     memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_s >= compute_s)
               if label == MEASURED else None)  # fmt: skip

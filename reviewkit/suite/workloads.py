@@ -49,8 +49,18 @@ SUITE_NAME = "reviewkit-core"
 # A changed definition is a new SUITE_VERSION: `python -m reviewkit.suite.history` records it.
 # A kernel whose implementation changes bumps definitions.KERNEL_REVISION.
 # 1.1: the model at three (batch, seq) cells; 1.2: the serving profile; 1.3: serving gains
-# FlexAttention decode (contiguous and paged KV), grouped MoE experts and DeepSeek-V2-Lite's MoE
-SUITE_VERSION = "1.3"
+# FlexAttention decode (contiguous and paged KV), grouped MoE experts and DeepSeek-V2-Lite's MoE;
+# 1.4: quick and full gain a decode step (DECODE_CELLS)
+SUITE_VERSION = "1.4"
+# A decode step in quick and full (not smoke: its weights alone are 117 MB), at shapes of the
+# serving profile (the same ids): Llama-3-8B's MLP down-projection at batch 1 (1 FLOP/B: the
+# weights streamed once, memory-bound) and 8 (just past a CPU's bf16 ridge), and its GQA decode
+# attention over a 4k-token cache at batch 1. Without them every GEMM a quick run measured was
+# compute-bound and every attention call a full-sequence `sdpa`, so a projected decode step
+# came from kernels that were not its own: on the 2-core EPYC its GEMMs 2.3-3.2x fast and its
+# attention 11-18x (docs/benchmarks.md, "Projection error").
+DECODE_GEMM_BATCHES = (1, 8)
+DECODE_ATTENTION_CELLS = ((1, 4096),)  # (batch, KV-cache tokens)
 
 DTYPES = ("fp32", "bf16", "fp16")
 # The dtypes a device profile can hold a compute ceiling for: the suite's, and the integer and
@@ -377,12 +387,20 @@ def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
     yield linear(llama2, "mlp-up", 1, p.seqs[0], llama2.hidden, llama2.ffn, dtype)
     yield linear(llama3, "attn-q", 1, p.seqs[0], llama3.hidden, llama3.hidden, dtype)
     yield bmm(bert, 1, s_mid, dtype)
+    if not p.smoke:
+        k, n = next((k, n) for part, k, n in serving.LLAMA3_8B_TP1.projections()
+                    if part == "mlp-down")  # fmt: skip
+        for b in DECODE_GEMM_BATCHES:
+            yield linear(llama3, "mlp-down", b, 1, k, n, dtype)
     # attention swept over sequence length, batch, and the causal mask.
     for b in p.batches:
         for s in p.seqs:
             for causal in (False, True):
                 yield sdpa(gpt2, b, s, causal, dtype)
     yield sdpa(llama2, 1, s_mid, True, dtype)
+    if not p.smoke:
+        for b, ctx in DECODE_ATTENTION_CELLS:
+            yield serving.gqa_attention(serving.LLAMA3_8B_TP1, "decode", b, 1, ctx, dtype)
     for stage in p.conv_stages:
         channels, size = RESNET50_STAGES[stage]
         if p.smoke:

@@ -286,3 +286,34 @@ def test_a_trend_lines_interval_is_its_own_leave_one_out_error():
     # (for 0.6), so 0.4949 x 0.4 / 0.5313 = 0.3726 and 0.4949 x 0.6 / 0.4642 = 0.6397
     assert (pred.share_low, pred.share_high) == (pytest.approx(0.3726, abs=1e-3),
                                                  pytest.approx(0.6397, abs=1e-3))  # fmt: skip
+
+
+def test_a_kernel_or_roof_term_never_measured_says_so_and_widens_its_interval(monkeypatch):
+    # The GEMMs measured (128..2048 at s = 0.5) are all compute-bound (intensity n / 6 >= 21
+    # FLOP/B, past the ridge of 10). A GEMV, m = 1, n = k = 1024: F = 2 x 1024^2 = 2.1 MFLOP,
+    # B = 4 x (1024^2 + 2 x 1024) = 4.2 MB, intensity 0.5 FLOP/B: memory-bound, a roof term no
+    # point had. Its share is still the compute-bound points' (0.5), but its interval is 3x
+    # wider on each side than the same target's without the note (UNMEASURED_KERNEL_WIDENING)
+    import reviewkit.analysis.project as project_module
+
+    run = gemm_run()
+    own, points = device_of_run(run, "runs/a"), fit.points_of(run)
+    gemv = TargetWorkload("gemm.gemv.fp32", "gemm", "fp32", 2.0 * 1024**2,
+                          4.0 * (1024**2 + 2 * 1024), "linear")  # fmt: skip
+    r = project_one(gemv, own, points, noise_sd=0.0)
+    assert r.label == MEASURED and r.share == pytest.approx(0.5)
+    assert "no memory-bound gemm was measured: the share is compute-bound kernels'" in r.reason
+    assert "widened 3x" in r.reason
+    monkeypatch.setattr(project_module, "UNMEASURED_KERNEL_WIDENING", 1.0)
+    narrow = project_one(gemv, own, points, noise_sd=0.0)
+    monkeypatch.undo()
+    # the share interval's ends move by 3x each (the high end capped at s = 1): the time's low
+    # end is t_roof / share_high + t_o, so compare the shares
+    assert r.share_low == pytest.approx(narrow.share_low / 3)
+    assert r.share_high == pytest.approx(min(1.0, narrow.share_high * 3))
+    # a kernel variant no point ran (a bmm where only linear GEMMs were measured) says so too
+    gqa = TargetWorkload("gemm.x.fp32", "gemm", "fp32", 2.0 * 768**3, 12.0 * 768**2, "bmm")
+    v = project_one(gqa, own, points, noise_sd=0.0)
+    assert "its kernel (bmm) was never measured: the share is linear's" in v.reason
+    # and a target of the measured kernel and roof term carries no such note
+    assert "never measured" not in project_one(target(768), own, points, 0.0).reason

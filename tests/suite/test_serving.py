@@ -129,11 +129,22 @@ def test_the_profile_lists_every_kind_once_per_dtype():
     }
 
 
-def test_core_profiles_keep_the_definitions_recorded_for_1_1():
+def test_core_profiles_keep_the_definitions_recorded_for_1_1_and_add_servings_decode_step():
+    # every 1.1 definition of smoke, quick and full is unchanged; 1.4 added to quick and full
+    # only the decode step (3 cells x 3 dtypes), each the serving profile's own definition
     recorded = json.loads((Path(history.FOLDER) / "1.1.json").read_text())["workloads"]
+    serving = {s.id: s.definition_hash() for s in suite.workloads("serving")}
+    decode = {"gemm.llama-3-8b-mlp-down.b1s1", "gemm.llama-3-8b-mlp-down.b8s1",
+              "attention.llama-3-8b-decode-sdpa-gqa.b1ctx4096"}  # fmt: skip
     for profile in SUITE_PROFILE_NAMES:
         now = {s.id: s.definition_hash() for s in suite.workloads(profile)}
-        assert now == recorded[profile]
+        added = {i: h for i, h in now.items() if i not in recorded[profile]}
+        assert {i: h for i, h in now.items() if i in recorded[profile]} == recorded[profile]
+        if profile == "smoke":
+            assert added == {}
+            continue
+        assert {i.rsplit(".", 1)[0] for i in added} == decode and len(added) == 9
+        assert all(serving.get(i) == h for i, h in added.items())
 
 
 def test_serving_is_outside_the_thoroughness_order_and_calibrates_as_quick():
