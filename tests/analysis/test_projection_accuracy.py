@@ -18,7 +18,7 @@ def test_the_shipped_table_holds_both_kinds_and_matches_the_benchmark_it_cites()
     assert set(table) == {"measured", "borrowed"} and all(table.values())
     # each same-device case: the workloads of its --held-out runs that its --fit runs lack,
     # counted here from the bundles (56: the full shapes absent from quick, 28 per dtype; 34:
-    # the serving profile's decode shapes, none of them in quick)
+    # the serving profile's decode shapes, 31 of them absent from a quick run of suite 1.4)
     def ids(path: str) -> set[str]:
         return {w["id"] for w in json.loads((ROOT / path / "run.json").read_text())["workloads"]}
 
@@ -29,7 +29,7 @@ def test_the_shipped_table_holds_both_kinds_and_matches_the_benchmark_it_cites()
         fitted = set().union(*(ids(p) for p in runs["--fit"]))
         held = [ids(p) - fitted for p in runs["--held-out"]]
         assert case.held_out == sum(map(len, held))
-        assert [len(h) for h in held] in ([28, 28], [34])
+        assert [len(h) for h in held] in ([28, 28], [34], [31])
 
 
 def test_a_label_finds_its_kind_and_every_case_of_it():
