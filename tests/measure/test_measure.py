@@ -1,6 +1,7 @@
 """The measuring stage on the real CPU: failures as data, budgets, interruption, device errors."""
 
 import platform
+import re
 
 import pytest
 
@@ -151,7 +152,9 @@ def test_calibration_gives_real_rates_per_dtype_and_level():
     # torch.mm fp32 on any CPU that runs the tests: between 1 GFLOP/s and 100 TFLOP/s.
     assert 1e9 < fp32["peak"] < 1e14
     assert fp32["low"] <= fp32["peak"] <= fp32["high"] and len(fp32["trials"]) == 3
-    assert "best at n=" in fp32["measured_method"]
+    # the method names the winning config: a GEMM size, or (at smoke's small sizes on a busy
+    # host, seen in CI) one of the 3x3 convolutions screened beside them
+    assert re.search(r"best at (n=\d+|conv3x3 c=\d+ \d+x\d+)", fp32["measured_method"])
     levels = doc["memory"]
     assert [lv["level"] for lv in levels] == ["l1", "l2", "llc", "dram"]
     assert [lv["capacity_bytes"] for lv in levels] == [32 << 10, 1 << 20, 8 << 20, None]
