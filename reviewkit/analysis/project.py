@@ -43,9 +43,10 @@ BORROWED_WIDENING = 3.0
 # GEMV where every GEMM measured was compute-bound) no point of its layer type shares takes
 # its share from kernels that are not its own, as a borrowed one does from another device: its
 # interval is widened by the same factor, and its row says what was missing. On the 2-core
-# EPYC the quick run's compute-bound GEMMs (share 0.88) read `serving`'s decode GEMMs, which
-# stream their weights at 0.27 of main memory's roof, 2.3-3.2x fast, and its flash SDPA calls
-# the GQA decode calls, 11-18x fast (docs/benchmarks.md, "Projection error").
+# EPYC a quick run of suite 1.3 (no decode step) read `serving`'s decode GEMMs, which stream
+# their weights at 0.26-0.38 of main memory's roof, from its compute-bound GEMMs (share 0.87-0.94)
+# 2-3x fast, and the GQA decode calls from its `sdpa` calls 11-18x fast; the note took its
+# coverage of them from 32% to 44% (docs/benchmarks.md, "Projection error").
 UNMEASURED_KERNEL_WIDENING = BORROWED_WIDENING
 # The run-to-run standard deviation a run without its device's recorded figure is given: the
 # default rubric's run_to_run_sd (this project's VM, docs/metrics.md).
