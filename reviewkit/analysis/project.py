@@ -212,6 +212,9 @@ class Projected:
     count: int
     label: str  # MEASURED | "borrowed from <device>" | NOT_AVAILABLE
     reason: str = ""  # why not available, or what the fit pooled
+    # what its kernel had that no point it was projected from had (kernel variant, roof term):
+    # "" when they had both; its interval was widened UNMEASURED_KERNEL_WIDENING for it
+    unmeasured: str = ""
     roof_s: float | None = None  # max(F / P, B / W) on the target device
     memory_level: str | None = None
     share: float | None = None  # predicted t_roof / t_kernel
@@ -287,7 +290,6 @@ def project_one(
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
     unmeasured = _unmeasured(chosen, t, memory_s >= compute_s)
     if unmeasured:
-        note = "; ".join(filter(None, (note, unmeasured)))
         extra += math.log(UNMEASURED_KERNEL_WIDENING)
     # a level's achieved rate carries to another level of the same device only (share_at)
     memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_s >= compute_s)
@@ -313,7 +315,8 @@ def project_one(
             o_label = (f"not measured: floored at the fastest call measured on {device.name} "
                        f"({floor_s:.3g} s)")  # fmt: skip
     return Projected(
-        **base, label=label, reason=note, roof_s=roof, memory_level=level.name,
+        **base, label=label, reason=note, unmeasured=unmeasured, roof_s=roof,
+        memory_level=level.name,
         share=pred.share, share_low=pred.share_low, share_high=pred.share_high,
         overhead_s=o.overhead_s, overhead_label=o_label, projected_s=projected_s,
         low_s=roof / pred.share_high + o.low_s, high_s=high_s,

@@ -254,6 +254,10 @@ def assess(
                 (f"no --runs run measured {platform.name}: its efficiency is {efficiency}"),
             )
         )
+    unmeasured = sorted({r.unmeasured for r in rows if r.unmeasured})
+    if unmeasured:
+        risks.append(RiskItem("kernels_unmeasured", w["kernels_unmeasured"],
+                              "; ".join(unmeasured)))  # fmt: skip
     pooled = sorted({r.reason for r in rows if r.reason})
     if pooled:
         risks.append(RiskItem("fit_pooled_dtypes", w["fit_pooled_dtypes"], "; ".join(pooled)))

@@ -17,6 +17,7 @@ RISK_KEYS = (
     "no_backend",
     "dtype_emulated",
     "never_measured",
+    "kernels_unmeasured",
     "figures_missing",
     "fit_pooled_dtypes",
     "wide_interval",

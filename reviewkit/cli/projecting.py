@@ -254,8 +254,9 @@ def print_projection(p: Projection, console: Console) -> None:
             lt.add_row(g.phase or MISSING, g.layer_type or "(whole pass)", str(g.workloads),
                        time_text(g.projected_s), span, *took, str(g.not_available))  # fmt: skip
         console.print(lt)
-    pooled = sorted({r.reason for r in p.workloads if r.reason and r.projected_s is not None})
-    for note in pooled:
+    notes = sorted({text for r in p.workloads if r.projected_s is not None
+                    for text in (r.reason, r.unmeasured) if text})  # fmt: skip
+    for note in notes:
         console.print(f"  note: {note}", highlight=False, markup=False)
 
 

@@ -302,8 +302,8 @@ def test_a_kernel_or_roof_term_never_measured_says_so_and_widens_its_interval(mo
                           4.0 * (1024**2 + 2 * 1024), "linear")  # fmt: skip
     r = project_one(gemv, own, points, noise_sd=0.0)
     assert r.label == MEASURED and r.share == pytest.approx(0.5)
-    assert "no memory-bound gemm was measured: the share is compute-bound kernels'" in r.reason
-    assert "widened 3x" in r.reason
+    assert "no memory-bound gemm was measured: the share is compute-bound kernels'" in r.unmeasured
+    assert "widened 3x" in r.unmeasured and r.reason == ""  # nothing pooled
     monkeypatch.setattr(project_module, "UNMEASURED_KERNEL_WIDENING", 1.0)
     narrow = project_one(gemv, own, points, noise_sd=0.0)
     monkeypatch.undo()
@@ -314,6 +314,6 @@ def test_a_kernel_or_roof_term_never_measured_says_so_and_widens_its_interval(mo
     # a kernel variant no point ran (a bmm where only linear GEMMs were measured) says so too
     gqa = TargetWorkload("gemm.x.fp32", "gemm", "fp32", 2.0 * 768**3, 12.0 * 768**2, "bmm")
     v = project_one(gqa, own, points, noise_sd=0.0)
-    assert "its kernel (bmm) was never measured: the share is linear's" in v.reason
+    assert "its kernel (bmm) was never measured: the share is linear's" in v.unmeasured
     # and a target of the measured kernel and roof term carries no such note
-    assert "never measured" not in project_one(target(768), own, points, 0.0).reason
+    assert project_one(target(768), own, points, 0.0).unmeasured == ""

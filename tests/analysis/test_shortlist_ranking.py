@@ -133,3 +133,31 @@ def test_a_power_budget_excludes_a_board_that_cannot_run_under_it_and_caps_one_t
     roomy = Request(SMALL, 1, 16, "bf16", 8, 1.0, power_w=700.0)
     c = assess(roomy, sxm, device_of_platform(sxm), points, 0.08, POLICY)
     assert "power_cap_unverified" not in {i.key for i in c.risk_items}
+
+
+def test_a_kernel_the_runs_never_measured_is_a_risk_item_of_its_own():
+    # Llama-3-8B on the EPYC, priced from its own quick runs. Suite 1.3's quick measured only
+    # compute-bound GEMMs and full-sequence sdpa: the decode step's memory-bound GEMVs and its
+    # GQA attention (sdpa_gqa, and sdpa_gqa+causal in prefill) are kernels no point shares, one
+    # risk item weighing the default rubric's 0.5, its reason naming each. Suite 1.4's quick
+    # measures a decode step: only the causal GQA prefill kernel is left unmeasured.
+    req = Request(BUILT_IN["Llama-3-8B"], 1, 512, "bf16", 16, 60.0)
+    platform = platform_table.platform("cpu-epyc-zen4-2core-vm")
+
+    def unmeasured(sample: str) -> RiskItem:
+        runs = [(sample, analyse_run(load_run(SAMPLES / sample)))]
+        points = [p for _, run in runs for p in fit.points_of(run)]
+        (device,) = platform_devices("cpu-epyc-zen4-2core-vm", runs)
+        c = assess(req, platform, device, points, run_noise_sd(r for _, r in runs), POLICY)
+        assert c.efficiency == "measured"
+        (item,) = [i for i in c.risk_items if i.key == "kernels_unmeasured"]
+        return item
+
+    old = unmeasured("cpu-quick-fit-epyc-2core")
+    assert old.weight == POLICY.risk_weights["kernels_unmeasured"] == 0.5
+    assert "no memory-bound gemm was measured" in old.reason
+    assert "its kernel (sdpa_gqa) was never measured" in old.reason
+    assert "its kernel (sdpa_gqa+causal) was never measured" in old.reason
+    new = unmeasured("cpu-quick-decode-fit-epyc-2core")
+    assert "its kernel (sdpa_gqa+causal) was never measured" in new.reason
+    assert "memory-bound gemm" not in new.reason and "(sdpa_gqa)" not in new.reason
