@@ -14,6 +14,7 @@ from reviewkit.analysis.efficiency_fit import (
     MIN_DTYPE_POINTS,
     NEIGHBOURS,
     TREND_POINTS,
+    TREND_SPAN_MARGIN_DECADES,
     WEIGHT_SOFTENING_DECADES,
     WIDENING_PER_DECADE,
     EfficiencyPoint,
@@ -287,12 +288,13 @@ def project_one(
     compute_s = t.flops * ratio / peak if t.flops > 0 and peak else 0.0
     memory_s = t.bytes / level.bandwidth_bytes_per_s
     roof = max(compute_s, memory_s)
+    memory_bound = memory_s >= compute_s
     extra = 0.0 if label == MEASURED else math.log(BORROWED_WIDENING)
-    unmeasured = _unmeasured(chosen, t, memory_s >= compute_s)
+    unmeasured = _unmeasured(chosen, t, memory_bound)
     if unmeasured:
         extra += math.log(UNMEASURED_KERNEL_WIDENING)
     # a level's achieved rate carries to another level of the same device only (share_at)
-    memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_s >= compute_s)
+    memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_bound)
               if label == MEASURED else None)  # fmt: skip
     # size is the roof time on the device it runs on (efficiency_fit's docstring says why)
     # a workload of no bytes (none in the suite) is taken as moving one: no infinite intensity
@@ -382,14 +384,20 @@ class Projection:
                 "distance-weighted mean of the nearest neighbours; t_roof on the device the "
                 "work runs on; on the points' own device a memory-bound point keeps its "
                 "achieved bytes/s up to the target level's bandwidth; a causal call on a CPU "
-                "at the FLOPs its blocked kernel computes (causal_work)",
+                "at the FLOPs its blocked kernel computes (causal_work); the line read no "
+                "farther than its points' span plus trend_span_margin_decades",
                 "interval_basis": "the trend line's leave-one-out residuals (the neighbours' "
-                "spread without a line), widened per decade to the nearest point",
+                "spread without a line), widened per decade to the nearest point, and by "
+                "unmeasured_kernel_widening where no point shared the target's kernel variant "
+                "or roof term (the row's `unmeasured` says which)",
                 "neighbours": NEIGHBOURS, "trend_points": TREND_POINTS,
                 "min_dtype_points": MIN_DTYPE_POINTS,
                 "weight_softening_decades": WEIGHT_SOFTENING_DECADES,
                 "widening_per_decade": WIDENING_PER_DECADE,
-                "borrowed_widening": BORROWED_WIDENING, "run_to_run_sd": self.noise_sd,
+                "borrowed_widening": BORROWED_WIDENING,
+                "unmeasured_kernel_widening": UNMEASURED_KERNEL_WIDENING,
+                "trend_span_margin_decades": TREND_SPAN_MARGIN_DECADES,
+                "run_to_run_sd": self.noise_sd,
                 "interval": "80%",
             },
             "workloads": [w.to_json() for w in self.workloads],

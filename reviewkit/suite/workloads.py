@@ -50,7 +50,7 @@ SUITE_NAME = "reviewkit-core"
 # A kernel whose implementation changes bumps definitions.KERNEL_REVISION.
 # 1.1: the model at three (batch, seq) cells; 1.2: the serving profile; 1.3: serving gains
 # FlexAttention decode (contiguous and paged KV), grouped MoE experts and DeepSeek-V2-Lite's MoE;
-# 1.4: quick and full gain a decode step (DECODE_CELLS)
+# 1.4: quick and full gain a decode step (DECODE_GEMM_BATCHES, DECODE_ATTENTION_CELLS)
 SUITE_VERSION = "1.4"
 # A decode step in quick and full (not smoke: its weights alone are 117 MB), at shapes of the
 # serving profile (the same ids): Llama-3-8B's MLP down-projection at batch 1 (1 FLOP/B: the
