@@ -60,6 +60,14 @@ class ProfileShapes:
     model_shapes: tuple[tuple[int, int], ...]
     conv_stages: tuple[str, ...]
     smoke: bool = False
+    # A second token count for the memory-bound vector ops (norms, GELU, residual add, row sum),
+    # 0 for none. quick's own 512 tokens keep their working sets (3-23 MB) in a CPU's last-level
+    # cache, so a quick run never measured one streaming from main memory, while a model's at a
+    # real prompt (67-180 MB at 4096 Llama-2-7B tokens) does: on the 2-core EPYC `full`'s
+    # 2048-token row sum and residual add streamed at 1.25-1.57x the copy-measured main-memory
+    # roof, the bf16 RMSNorm at a third of its LLC rate, neither of which a cache-resident call
+    # shows (docs/benchmarks.md, "Projection error").
+    main_memory_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,7 +189,8 @@ SMOKE = SuiteProfile(
 QUICK = SuiteProfile(
     name="quick",
     shapes=ProfileShapes(
-        (128, 512), (1, 4), 512, 2, ((1, 256), (1, 64), (4, 64)), ("stage1", "stage3")
+        (128, 512), (1, 4), 512, 2, ((1, 256), (1, 64), (4, 64)), ("stage1", "stage3"),
+        main_memory_tokens=4096,
     ),
     sampling=SamplingPolicy(
         warmup_calls=2,

@@ -50,8 +50,9 @@ SUITE_NAME = "reviewkit-core"
 # A kernel whose implementation changes bumps definitions.KERNEL_REVISION.
 # 1.1: the model at three (batch, seq) cells; 1.2: the serving profile; 1.3: serving gains
 # FlexAttention decode (contiguous and paged KV), grouped MoE experts and DeepSeek-V2-Lite's MoE;
-# 1.4: quick and full gain a decode step (DECODE_GEMM_BATCHES, DECODE_ATTENTION_CELLS)
-SUITE_VERSION = "1.4"
+# 1.4: quick and full gain a decode step (DECODE_GEMM_BATCHES, DECODE_ATTENTION_CELLS); 1.5:
+# quick measures its vector ops at a second token count too (ProfileShapes.main_memory_tokens)
+SUITE_VERSION = "1.5"
 # A decode step in quick and full (not smoke: its weights alone are 117 MB), at shapes of the
 # serving profile (the same ids): Llama-3-8B's MLP down-projection at batch 1 (1 FLOP/B: the
 # weights streamed once, memory-bound) and 8 (just past a CPU's bf16 ridge), and its GQA decode
@@ -414,6 +415,12 @@ def _profile_workloads(profile: str, dtype: str) -> Iterable[WorkloadSpec]:
     yield embedding(gpt2, 1, t, dtype)
     yield row_sum(llama2, t, dtype)
     yield transpose_copy(gpt2, 1, t, dtype)
+    if p.main_memory_tokens:
+        yield layer_norm(bert, p.main_memory_tokens, dtype)
+        yield rms_norm(llama2, p.main_memory_tokens, dtype)
+        yield gelu(bert, p.main_memory_tokens, dtype)
+        yield residual_add(llama2, p.main_memory_tokens, dtype)
+        yield row_sum(llama2, p.main_memory_tokens, dtype)
     yield mlp_block(gpt2, t, dtype)
     yield encoder_layer(bert, 1, p.seqs[0], dtype)
     for batch, seq in p.model_shapes:
