@@ -13,6 +13,7 @@ from reviewkit.analysis.causal_work import work_ratio
 from reviewkit.analysis.efficiency_fit import (
     MIN_DTYPE_POINTS,
     NEIGHBOURS,
+    OVERHEAD_UNMEASURED_WIDENING,
     TREND_POINTS,
     TREND_SPAN_MARGIN_DECADES,
     WEIGHT_SOFTENING_DECADES,
@@ -294,7 +295,7 @@ def project_one(
     if unmeasured:
         extra += math.log(UNMEASURED_KERNEL_WIDENING)
     # a level's achieved rate carries to another level of the same device only (share_at)
-    memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_bound)
+    memory = (TargetMemory(level.bandwidth_bytes_per_s, memory_bound, level.name)
               if label == MEASURED else None)  # fmt: skip
     # size is the roof time on the device it runs on (efficiency_fit's docstring says why)
     # a workload of no bytes (none in the suite) is taken as moving one: no infinite intensity
@@ -387,15 +388,19 @@ class Projection:
                 "at the FLOPs its blocked kernel computes (causal_work); the line read no "
                 "farther than its points' span plus trend_span_margin_decades",
                 "interval_basis": "the trend line's leave-one-out residuals (the neighbours' "
-                "spread without a line), widened per decade to the nearest point, and by "
-                "unmeasured_kernel_widening where no point shared the target's kernel variant "
-                "or roof term (the row's `unmeasured` says which)",
+                "spread without a line) and the run-to-run sd in quadrature, widened per "
+                "decade to the nearest point, by overhead_unmeasured_widening where no point "
+                "had a measured overhead, and by unmeasured_kernel_widening where no point "
+                "shared the target's kernel variant or roof term (the row's `unmeasured` says "
+                "which); a share above 1 only where memory-bound points of the target's level "
+                "beat its copy-measured bandwidth",
                 "neighbours": NEIGHBOURS, "trend_points": TREND_POINTS,
                 "min_dtype_points": MIN_DTYPE_POINTS,
                 "weight_softening_decades": WEIGHT_SOFTENING_DECADES,
                 "widening_per_decade": WIDENING_PER_DECADE,
                 "borrowed_widening": BORROWED_WIDENING,
                 "unmeasured_kernel_widening": UNMEASURED_KERNEL_WIDENING,
+                "overhead_unmeasured_widening": OVERHEAD_UNMEASURED_WIDENING,
                 "trend_span_margin_decades": TREND_SPAN_MARGIN_DECADES,
                 "run_to_run_sd": self.noise_sd,
                 "interval": "80%",
