@@ -63,10 +63,10 @@ class ProfileShapes:
     # A second token count for the memory-bound vector ops (norms, GELU, residual add, row sum),
     # 0 for none. quick's own 512 tokens keep their working sets (3-23 MB) in a CPU's last-level
     # cache, so a quick run never measured one streaming from main memory, while a model's at a
-    # real prompt (67-180 MB at 4096 Llama-2-7B tokens) does: on the 2-core EPYC `full`'s
-    # 2048-token row sum and residual add streamed at 1.25-1.57x the copy-measured main-memory
-    # roof, the bf16 RMSNorm at a third of its LLC rate, neither of which a cache-resident call
-    # shows (docs/benchmarks.md, "Projection error").
+    # real prompt (67-180 MB at 4096 Llama-2-7B tokens) does: on the 2-core EPYC the bf16
+    # RMSNorm streams from main memory at about half its cache-resident rate, which no 512-token
+    # call shows; with them the held-out `full` shapes' worst tenth went from 31-35% to 20-33%
+    # (docs/benchmarks.md, "Projection error").
     main_memory_tokens: int = 0
 
 
