@@ -22,11 +22,17 @@ from reviewkit.measure.timing import SamplingPolicy
 # Rounds unless --rounds: the suite profile's `rounds` (suite/profiles.py says why).
 ROUND_SEED = 0  # fixed so the same command measures in the same order
 MAX_ROUNDS = 100  # beyond this a round is a handful of samples of the fastest workloads
-# A workload whose build takes this long (a model's weights: ~0.5 s to initialise on a 2-core
-# CPU) is kept between rounds instead of rebuilt, while the kept ones' bytes stay under the
-# budget: rebuilding the quick suite's three models five times cost ~6 s of a 30 s run. The
-# others are rebuilt every round, so each round also sees fresh allocations.
+# A block or model whose build takes this long (its modules' weights: ~0.5 s to initialise on
+# a 2-core CPU) is kept between rounds instead of rebuilt, while the kept ones' bytes stay under
+# the budget: rebuilding the quick suite's three models five times cost ~6 s of a 30 s run.
+# Every other workload is rebuilt every round, however slow, so each round sees fresh
+# allocations: a tensor op's build is slow only because its tensors are large, and a large
+# tensor's placement (huge pages, which DRAM channels its pages interleave over) moves a
+# streaming call's time for as long as the tensor lives. Kept, the fp32 GELU at 4096 tokens
+# (50 MB in, 50 MB out) read 0.91 and `faster` in two of three A/As on the 2-core EPYC, the
+# same placement every round; rebuilt, 0.98-0.99, equivalent or inconclusive (docs/metrics.md).
 SLOW_BUILD_S = 0.05
+KEPT_LAYER_TYPES = frozenset({"block", "model"})
 BUILD_CACHE_BYTES = 1 << 30
 
 
@@ -140,8 +146,9 @@ def budget_spent(record: dict, policy: SamplingPolicy) -> bool:
 
 
 class BuildCache:
-    """Builds workloads for the rounds, keeping the slow-to-build ones (within a byte budget)
-    so later rounds do not pay their build again; a run's cache dies with the run."""
+    """Builds workloads for the rounds, keeping the slow-to-build blocks and models (within a
+    byte budget) so later rounds do not pay their build again; a run's cache dies with the
+    run."""
 
     def __init__(self, build, max_bytes: int = BUILD_CACHE_BYTES, clock=time.perf_counter,
                  keep_all: bool = False):
@@ -160,7 +167,8 @@ class BuildCache:
         start = self._clock()
         fn = self._build(spec, device)
         took = self._clock() - start
-        if self._keep_all or (took >= SLOW_BUILD_S and self._bytes + spec.bytes <= self._max_bytes):
+        constructed = spec.layer_type in KEPT_LAYER_TYPES and took >= SLOW_BUILD_S
+        if self._keep_all or (constructed and self._bytes + spec.bytes <= self._max_bytes):
             self._kept[spec.id] = fn
             self._bytes += spec.bytes
         return fn

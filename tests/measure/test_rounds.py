@@ -54,6 +54,7 @@ def test_rounds_merge_in_order_and_a_failure_is_kept():
 class _Spec:
     id: str
     bytes: int
+    layer_type: str = "model"
 
 
 def test_the_build_cache_keeps_slow_builds_within_its_budget():
@@ -74,6 +75,27 @@ def test_the_build_cache_keeps_slow_builds_within_its_budget():
     # pass the byte budget (120 > 100): both are built again.
     assert second[0] is first[0] and second[1] is not first[1] and second[2] is not first[2]
     assert built == ["slow", "fast", "big", "fast", "big"]
+
+
+def test_a_tensor_op_is_rebuilt_every_round_however_slow_its_build():
+    # a 100 MB GELU's inputs take 0.5 s to fill, as long as a model's weights: kept, its
+    # tensors' placement would be the same in every round; an elementwise op is rebuilt, a
+    # model of the same build time kept
+    now = [0.0]
+    built = []
+
+    def build(spec, device):
+        built.append(spec.id)
+        now[0] += 0.5
+        return object()
+
+    cache = rounds.BuildCache(build, max_bytes=1000, clock=lambda: now[0])
+    specs = [_Spec("gelu", 100, "elementwise"), _Spec("decoder", 100, "model"),
+             _Spec("mlp", 100, "block"), _Spec("gemv", 100, "gemm")]  # fmt: skip
+    first = [cache(s, None) for s in specs]
+    second = [cache(s, None) for s in specs]
+    assert [a is b for a, b in zip(first, second, strict=True)] == [False, True, True, False]
+    assert built == ["gelu", "decoder", "mlp", "gemv", "gelu", "gemv"]
 
 
 def test_a_compiling_mappings_cache_keeps_every_build():
