@@ -27,6 +27,12 @@ DEFAULT_BATCH = 1  # one request
 DEFAULT_CONTEXT = 2048  # a prompt of 2k tokens, the shortest suite/serving.py prefills
 DASH = "\u2013"  # the en dash between an interval's ends
 
+# Said under a table with a share of roof over 100% (efficiency_fit.share_cap says why).
+SHARE_PAST_ROOF_NOTE = (
+    "a share of roof over 100%: memory-bound calls measured in the same memory level streamed "
+    "faster than its bandwidth, a copy's rate (docs/metrics.md, the efficiency fit)"
+)
+
 
 def _trace_targets(summaries: list[Path]) -> tuple[list[TargetWorkload], dict]:
     """Production's op mix as targets: every shape of the summaries the suite's kernels
@@ -256,6 +262,8 @@ def print_projection(p: Projection, console: Console) -> None:
         console.print(lt)
     notes = sorted({text for r in p.workloads if r.projected_s is not None
                     for text in (r.reason, r.unmeasured) if text})  # fmt: skip
+    if any(r.share is not None and r.share > 1 for r in p.workloads):
+        notes.append(SHARE_PAST_ROOF_NOTE)
     for note in notes:
         console.print(f"  note: {note}", highlight=False, markup=False)
 

@@ -149,3 +149,21 @@ def test_an_unknown_platform_names_the_valid_ones(run_dir):
     r = invoke("--from", run_dir, "--profile", "quick", "--only", "gemm.*", "--platform", "h300")
     assert r.exit_code != 0
     assert "h300" in r.output and "h100-sxm" in r.output
+
+
+def test_a_share_past_the_roof_is_said_under_the_table():
+    # samples/cpu-quick-fit-r4-epyc-2core measured its fp32 residual add at 4096 tokens 1.12x
+    # faster than main memory's copy-measured roof (t_roof 3.247 ms, t 2.890 ms): the 2048-token
+    # add in the same level may be projected past its roof, and the table says why
+    from pathlib import Path
+
+    from reviewkit.cli.projecting import SHARE_PAST_ROOF_NOTE
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "cpu-quick-fit-r4-epyc-2core"
+    args = ("--from", sample, "--profile", "full", "--only",
+            "elementwise.llama-2-7b-residual-add.2048x4096.fp32", "--dtype", "fp32")  # fmt: skip
+    doc = json.loads(invoke(*args, "--json").stdout)
+    (row,) = doc["workloads"]
+    assert 1.0 < row["share"] <= 3.247 / 2.890 + 1e-3
+    text = " ".join(invoke(*args).output.split())
+    assert " ".join(SHARE_PAST_ROOF_NOTE.split()) in text
