@@ -42,12 +42,12 @@ WEIGHT_SOFTENING_DECADES = 0.1
 # points); 1.1 was kept. tests/analysis/test_efficiency_fit.py holds two of them in 70-90%;
 # docs/benchmarks.md ("Projection error") has the held-out figures.
 WIDENING_PER_DECADE = 1.1
-# Points with no measured per-call overhead (a bundle recorded before the
-# overhead phase) have shares t_roof / t that mix a fixed per-call cost into the kernel's: the
-# fit cannot tell a launch-bound call from a slow kernel, and errs more than its points' own
-# residuals say. Chosen on the committed H200 quick run (its 96 points have none) left one
-# out: 61% covered without it, 75% at 1.1, 80% at 1.15, 83% at 1.2; the EPYC runs, whose
-# overhead is measured, do not move.
+# Points with no measured per-call overhead (a bundle recorded before the overhead phase) have
+# shares t_roof / t that mix a fixed per-call cost into the kernel's: the fit cannot tell a
+# launch-bound call from a slow kernel, and errs more than its points' own residuals say.
+# Chosen on the committed H200 quick run (its 96 points have none) left one out: 61% covered
+# without it, 75% at 1.1, 80% at 1.15, 83% at 1.2; the EPYC runs, whose overhead is measured,
+# do not move.
 OVERHEAD_UNMEASURED_WIDENING = 1.15
 # An 80% two-sided interval of a normal spans this many standard deviations each side.
 Z_80 = 1.2816

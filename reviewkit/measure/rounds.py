@@ -26,9 +26,9 @@ MAX_ROUNDS = 100  # beyond this a round is a handful of samples of the fastest w
 # a 2-core CPU) is kept between rounds instead of rebuilt, while the kept ones' bytes stay under
 # the budget: rebuilding the quick suite's three models five times cost ~6 s of a 30 s run.
 # Every other workload is rebuilt every round, however slow, so each round sees fresh
-# allocations: a tensor op's build is slow only because its tensors are large, and a large
-# tensor's placement (huge pages, which DRAM channels its pages interleave over) moves a
-# streaming call's time for as long as the tensor lives. Kept, the fp32 GELU at 4096 tokens
+# allocations: a tensor op's build is slow only because its tensors are large, and where a
+# large tensor's pages land (huge pages or not, which memory they map to) can move a streaming
+# call's time for as long as the tensor lives. Kept, the fp32 GELU at 4096 tokens
 # (50 MB in, 50 MB out) read 0.91 and `faster` in two of three A/As on the 2-core EPYC, the
 # same placement every round; rebuilt, 0.98-0.99, equivalent or inconclusive (docs/metrics.md).
 SLOW_BUILD_S = 0.05
