@@ -271,7 +271,9 @@ def share_at(p: EfficiencyPoint, memory: TargetMemory | None) -> float:
         return p.share
     if memory.level is not None and p.memory_level == memory.level:
         return p.share
-    return min(share_cap([p], memory), p.share * p.memory_bytes_per_s / memory.bytes_per_s)
+    # carried into another level, its rate is held to that level's roof: no point measured
+    # there says the level's copy-measured bandwidth can be beaten
+    return min(1.0, p.share * p.memory_bytes_per_s / memory.bytes_per_s)
 
 
 def share_cap(points: Iterable[EfficiencyPoint], memory: TargetMemory | None) -> float:
@@ -305,9 +307,11 @@ def _trend_log_share(
     dtype: str,
     variant: str,
     memory: TargetMemory | None,
+    cap: float = 1.0,
 ) -> Trend | None:
-    """log s read off the trend line at the target, with the points it was fitted on; None
-    with under MIN_TREND_POINTS points of the target's dtype and variant."""
+    """log s read off the trend line at the target, never above log `cap` (share_cap), with
+    the points it was fitted on; None with under MIN_TREND_POINTS points of the target's dtype
+    and variant."""
     same = sorted((p for p in points if p.dtype == dtype and p.variant == variant),
                   key=lambda p: distance_decades(p.coords, target))[:TREND_POINTS]  # fmt: skip
     if len(same) < MIN_TREND_POINTS:
@@ -319,7 +323,7 @@ def _trend_log_share(
     ridge = np.diag([0.0, 1.0, 1.0]) * TREND_RIDGE * w.sum()
     inverse = np.linalg.inv(x.T @ (w[:, None] * x) + ridge)
     beta = inverse @ (x.T @ (w * y))
-    high = min(float(y.max()) + TREND_REACH, math.log(share_cap(same, memory)))
+    high = min(float(y.max()) + TREND_REACH, math.log(cap))
     # each point's residual as if the line had been fitted without it: r / (1 - h), h its
     # leverage (exact for a weighted ridge line, its ridge held fixed), so a line through few
     # points is not judged by how well it fits the points that made it
@@ -372,7 +376,7 @@ def predict(
     logs = [math.log(share_at(p, memory)) for p in ranked]
     mean = sum(w * v for w, v in zip(weights, logs, strict=True)) / sum(weights)
     cap = share_cap(points, memory)
-    trend = _trend_log_share(points, target, dtype, variant, memory)
+    trend = _trend_log_share(points, target, dtype, variant, memory, cap)
     if trend is None:  # the neighbours' spread about their mean, moved with the centre
         centre, trend_points = mean, 0
         low = min(centre, _weighted_quantile(logs, weights, 0.1))
